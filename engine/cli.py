@@ -1,0 +1,178 @@
+"""The ``procgrade`` command line: a thin layer, each command one library call."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated, Optional
+
+import orjson
+import typer
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from engine.errors import InputError, ProcgradeError
+from engine.store import DEFAULT_DB, EventStore, open_store
+
+app = typer.Typer(
+    name="procgrade",
+    help="Event-sourced process grading for long-horizon coding-agent builds.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+schema_app = typer.Typer(help="Print the JSON Schema of procgrade's input formats.", no_args_is_help=True)
+app.add_typer(schema_app, name="schema")
+
+out = Console(highlight=False, soft_wrap=True)
+err = Console(stderr=True, highlight=False, soft_wrap=True)
+
+DbOption = Annotated[
+    str,
+    typer.Option("--db", envvar="PROCGRADE_DB", help="Database URL (sqlite:///FILE, postgresql://...) or a SQLite file path."),
+]
+
+
+@contextmanager
+def _store(db: str, *, create: bool = False) -> Iterator[EventStore]:
+    store = open_store(db, create=create)
+    try:
+        yield store
+    finally:
+        store.close()
+
+
+def _fail(message: str, code: int = 1) -> None:
+    err.print(message, markup=False)
+    raise typer.Exit(code)
+
+
+@app.command()
+def init(db: DbOption = DEFAULT_DB) -> None:
+    """Create the database schema, or migrate it to this version of procgrade."""
+    from engine.store import init_database
+
+    revision, where = init_database(db)
+    out.print(f"database ready at schema revision {revision}: {where}")
+
+
+@app.command()
+def ingest(
+    paths: Annotated[list[Path], typer.Argument(help="Files to ingest.", show_default=False)],
+    format: Annotated[str, typer.Option("--format", "-f", help="Input format.")] = "native",
+    seal: Annotated[bool, typer.Option(help="Seal each run after ingest: record its head, refuse later appends.")] = False,
+    db: DbOption = DEFAULT_DB,
+) -> None:
+    """Ingest runs: each run whole or not at all; re-ingesting the same input is a no-op."""
+    from engine.ingest import FORMATS, ingest_native
+
+    if format not in FORMATS:
+        _fail(f"procgrade: unknown format {format!r} (known: {', '.join(FORMATS)})", 2)
+    with _store(db, create=True) as store:
+        reports = ingest_native(store, paths, seal=seal)
+    for report in reports:
+        out.print(report.summary, markup=False)
+
+
+@app.command()
+def runs(db: DbOption = DEFAULT_DB) -> None:
+    """List the stored runs."""
+    with _store(db) as store:
+        infos = store.runs()
+    table = Table("run", "harness", "model", "task", "events", "sealed", title=f"{len(infos)} runs")
+    for info in infos:
+        harness = " ".join(x for x in (info.harness, info.harness_version) if x) or "-"
+        table.add_row(*(Text(cell) for cell in (info.run_id, harness, info.model or "-", info.task_id or "-")),
+                      str(info.event_count), "yes" if info.sealed else "no")
+    out.print(table)
+
+
+@app.command()
+def show(run_id: Annotated[str, typer.Argument(help="The run.")], db: DbOption = DEFAULT_DB) -> None:
+    """Show a run's timeline in seq order."""
+    from engine.timeline import describe
+
+    with _store(db) as store:
+        info = store.run(run_id)
+        table = Table("seq", "stage", "actor", "kind", "what", title=f"run {run_id}: {info.event_count} events, head {(info.head_hash or '-')[:16]}")
+        for event in store.events(run_id):
+            table.add_row(str(event.seq), "" if event.stage is None else str(event.stage), Text(event.actor),
+                          event.kind, Text(describe(event)))
+    out.print(table)
+
+
+@app.command("verify-log")
+def verify_log_command(
+    run_ids: Annotated[Optional[list[str]], typer.Argument(help="Runs to check (default: all).")] = None,
+    db: DbOption = DEFAULT_DB,
+) -> None:
+    """Recompute each run's hash chain from the stored events; exit 1 on any mismatch."""
+    from engine.log_verification import verify_log
+
+    bad = 0
+    with _store(db) as store:
+        for run_id in run_ids or [info.run_id for info in store.runs()]:
+            report = verify_log(store, run_id)
+            if report.ok:
+                out.print(f"{run_id}: ok ({report.events_checked} events, head {(report.head_hash or '-')[:16]})")
+            else:
+                bad += 1
+                for problem in report.problems:
+                    err.print(f"{run_id}: {problem}", markup=False)
+    if bad:
+        _fail(f"procgrade: {bad} run(s) fail verification")
+
+
+@app.command()
+def export(
+    run_id: Annotated[str, typer.Argument(help="The run.")],
+    output: Annotated[Optional[Path], typer.Option("--output", "-o", help="File to write (default: stdout).")] = None,
+    db: DbOption = DEFAULT_DB,
+) -> None:
+    """Export a run as native JSONL (ingesting it elsewhere gives the same head hash)."""
+    from engine.native import dump_native
+
+    with _store(db) as store:
+        store.run(run_id)
+        lines = dump_native(store.events(run_id))
+        if output is None:
+            for line in lines:
+                sys.stdout.buffer.write(line)
+            sys.stdout.flush()
+        else:
+            with output.open("wb") as handle:
+                handle.writelines(lines)
+
+
+@app.command()
+def seal(run_id: Annotated[str, typer.Argument(help="The run.")], db: DbOption = DEFAULT_DB) -> None:
+    """Seal a run: record its head hash as final and refuse later appends."""
+    with _store(db) as store:
+        info = store.seal(run_id)
+    out.print(f"{run_id}: sealed at {info.sealed_event_count} events, head {info.sealed_head_hash}")
+
+
+@schema_app.command("events")
+def schema_events() -> None:
+    """The JSON Schema of one native event line."""
+    from engine.events import events_json_schema
+
+    sys.stdout.buffer.write(orjson.dumps(events_json_schema(), option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS) + b"\n")
+
+
+def main() -> None:
+    try:
+        app()
+    except InputError as exc:
+        err.print(str(exc), markup=False)
+        sys.exit(1)
+    except ProcgradeError as exc:
+        err.print(f"procgrade: {exc}", markup=False)
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()

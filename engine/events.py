@@ -1,0 +1,272 @@
+"""The event model: the envelope every event carries and one model per kind.
+
+This module is the single place where event kinds are declared. A kind is a
+pydantic model that subclasses :class:`Event`, fixes ``kind`` to a literal and
+adds its typed fact fields; ``@event_kind`` registers it, and the discriminated
+union :data:`AnyEvent` (and so the JSON Schema and native ingest) is built from
+the registry. Later kinds (outcomes, grades, judge verdicts) are added here the
+same way.
+
+Models are strict (a JSON string is not an int) and forbid unknown keys, so a
+typo in a producer's field name is an error, not a silently dropped fact.
+Optional fields default to ``None`` and are left out of the canonical form, so
+adding an optional field never changes the hash of an existing event.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationInfo, field_validator
+
+__all__ = [
+    "Event",
+    "AnyEvent",
+    "EVENT_KINDS",
+    "MODEL_ACTOR_PATTERN",
+    "event_kind",
+    "event_adapter",
+    "events_json_schema",
+    "is_model_actor",
+]
+
+#: Who did it. The model is ``agent`` or ``subagent:<id>``; everything else is not the model.
+ACTOR_PATTERN = r"^(agent|harness|user|human|grader|judge|system|(subagent|human|grader|judge):[A-Za-z0-9][A-Za-z0-9._@/+-]{0,127})$"
+MODEL_ACTOR_PATTERN = re.compile(r"^(agent|subagent:.+)$")
+RUN_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:@/+-]{0,199}$"
+# RFC 3339 date-time; informational only, never used for order.
+TS_PATTERN = r"^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d{1,9})?([Zz]|[+-]\d{2}:\d{2})$"
+
+Sha256Hex = Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
+NonNegative = Annotated[int, Field(ge=0)]
+Text = Annotated[str, Field(max_length=10_000_000)]
+
+
+def is_model_actor(actor: str) -> bool:
+    """True for actors whose decisions the model controls (``agent``, ``subagent:<id>``)."""
+    return MODEL_ACTOR_PATTERN.match(actor) is not None
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+
+class Event(_Strict):
+    """The envelope. ``seq`` is the only order rules use; ``ts`` is informational."""
+
+    run_id: Annotated[str, Field(pattern=RUN_ID_PATTERN, description="The run (stream) this event belongs to.")]
+    seq: Annotated[int, Field(ge=0, description="Gapless position in the run, from 0.")]
+    event_id: Annotated[str, Field(min_length=1, max_length=200, description="Client id; a retried append with the same id is a no-op.")]
+    ts: Annotated[str | None, Field(pattern=TS_PATTERN, description="RFC 3339 time; informational only.")] = None
+    kind: str
+    actor: Annotated[str, Field(pattern=ACTOR_PATTERN, description="agent, subagent:<id>, harness, user, human, grader, judge, system.")]
+    stage: Annotated[int | None, Field(ge=0, description="Stage or round index.")] = None
+    parent_seq: Annotated[int | None, Field(ge=0, description="Causation: the seq of the event that caused this one.")] = None
+    payload: Annotated[dict[str, Any], Field(description="The raw source record, kept whole.")] = Field(default_factory=dict)
+
+    @field_validator("parent_seq")
+    @classmethod
+    def _parent_precedes(cls, value: int | None, info: ValidationInfo) -> int | None:
+        seq = info.data.get("seq")
+        if value is not None and seq is not None and value >= seq:
+            raise ValueError(f"must be an earlier seq than {seq}, got {value}")
+        return value
+
+
+
+EVENT_KINDS: dict[str, type[Event]] = {}
+
+
+def event_kind(cls: type[Event]) -> type[Event]:
+    """Register an event kind under the literal value of its ``kind`` field."""
+    name = cls.model_fields["kind"].default
+    if not isinstance(name, str) or name in EVENT_KINDS:
+        raise TypeError(f"{cls.__name__}: kind must be a unique literal with a default, got {name!r}")
+    EVENT_KINDS[name] = cls
+    return cls
+
+
+# --- provenance and structure ---------------------------------------------------------------
+
+
+class HarnessInfo(_Strict):
+    name: Annotated[str, Field(min_length=1)]
+    version: str | None = None
+    commit: str | None = None
+
+
+@event_kind
+class RunStarted(Event):
+    """Opens a run (always seq 0) and records its provenance."""
+
+    kind: Literal["run_started"] = "run_started"
+    harness: HarnessInfo
+    model: str | None = None
+    model_settings: dict[str, Any] | None = None
+    task_id: str | None = None
+    dataset_hash: str | None = None
+    image: str | None = None
+    labels: dict[str, str] | None = None
+
+
+@event_kind
+class StageStarted(Event):
+    """A stage or round begins; ``stage`` on the envelope is its index (required here)."""
+
+    kind: Literal["stage_started"] = "stage_started"
+    stage: Annotated[int, Field(ge=0, description="The stage's index.")]
+    spec_ref: str | None = Field(default=None, description="The stage's spec or PRD reference.")
+    title: str | None = None
+
+
+@event_kind
+class StageEnded(Event):
+    kind: Literal["stage_ended"] = "stage_ended"
+    stage: Annotated[int, Field(ge=0, description="The stage's index.")]
+    status: Literal["completed", "failed", "aborted"] | None = None
+
+
+@event_kind
+class RunEnded(Event):
+    kind: Literal["run_ended"] = "run_ended"
+    status: Literal["completed", "failed", "aborted", "timeout", "error"] | None = None
+    reason: str | None = None
+
+
+# --- what the model (or user, or harness) did -----------------------------------------------
+
+
+@event_kind
+class Message(Event):
+    kind: Literal["message"] = "message"
+    text: Text
+    intent: Literal["plan", "progress", "question", "answer", "summary", "reasoning", "other"] | None = None
+
+
+@event_kind
+class Command(Event):
+    kind: Literal["command"] = "command"
+    command: Text
+    exit_code: int | None = None
+    duration_ms: NonNegative | None = None
+    output_sha256: Sha256Hex | None = None
+    cwd: str | None = None
+
+
+@event_kind
+class FileRead(Event):
+    kind: Literal["file_read"] = "file_read"
+    path: Annotated[str, Field(min_length=1)]
+
+
+@event_kind
+class FileEdit(Event):
+    kind: Literal["file_edit"] = "file_edit"
+    path: Annotated[str, Field(min_length=1)]
+    edit_kind: Literal["create", "modify", "delete", "rename"]
+    diff_sha256: Sha256Hex | None = None
+    new_path: str | None = Field(default=None, description="Target path of a rename.")
+
+
+@event_kind
+class TestRun(Event):
+    """A test suite run. Counts are given when the output shows them."""
+
+    __test__ = False  # not a pytest test class
+    kind: Literal["test_run"] = "test_run"
+    command: Text | None = None
+    passed: NonNegative | None = None
+    failed: NonNegative | None = None
+    errored: NonNegative | None = None
+    skipped: NonNegative | None = None
+    exit_code: int | None = None
+    duration_ms: NonNegative | None = None
+    output_sha256: Sha256Hex | None = None
+
+
+@event_kind
+class Delegation(Event):
+    kind: Literal["delegation"] = "delegation"
+    worker_id: Annotated[str, Field(min_length=1)]
+    instruction: Text
+    context: list[str] | None = Field(default=None, description="Paths and specs handed to the worker.")
+
+
+@event_kind
+class WorkerReport(Event):
+    kind: Literal["worker_report"] = "worker_report"
+    worker_id: Annotated[str, Field(min_length=1)]
+    text: Text
+    status: Literal["success", "failure", "partial"] | None = None
+    evidence: list[str] | None = Field(default=None, description="Primary evidence the report cites (paths).")
+
+
+@event_kind
+class JobStarted(Event):
+    kind: Literal["job_started"] = "job_started"
+    job_id: Annotated[str, Field(min_length=1)]
+    command: Text | None = None
+
+
+@event_kind
+class JobPolled(Event):
+    kind: Literal["job_polled"] = "job_polled"
+    job_id: Annotated[str, Field(min_length=1)]
+    status: Literal["running", "finished", "unknown"] | None = None
+
+
+@event_kind
+class JobFinished(Event):
+    kind: Literal["job_finished"] = "job_finished"
+    job_id: Annotated[str, Field(min_length=1)]
+    exit_code: int | None = None
+    output_sha256: Sha256Hex | None = None
+
+
+@event_kind
+class Compaction(Event):
+    """The context was compacted (by the model on request, or by the harness on its own)."""
+
+    kind: Literal["compaction"] = "compaction"
+    tokens_before: NonNegative | None = None
+    tokens_after: NonNegative | None = None
+    summary: Text | None = None
+
+
+@event_kind
+class CompletionClaim(Event):
+    kind: Literal["completion_claim"] = "completion_claim"
+    claim: Text = Field(description="What is claimed done.")
+    scope: Literal["step", "stage", "run"] | None = None
+
+
+@event_kind
+class Correction(Event):
+    """Feedback given between rounds (by a user or human grader)."""
+
+    kind: Literal["correction"] = "correction"
+    text: Text
+
+
+def _build_union() -> Any:
+    members = tuple(EVENT_KINDS[name] for name in sorted(EVENT_KINDS))
+    return Annotated[Union[members], Field(discriminator="kind")]  # type: ignore[valid-type]
+
+
+#: Every registered kind, discriminated on ``kind``. Declare new kinds above this line.
+AnyEvent = _build_union()
+_ADAPTER: TypeAdapter[Event] = TypeAdapter(AnyEvent)
+
+
+def event_adapter() -> TypeAdapter[Event]:
+    """The validator for one event of any registered kind."""
+    return _ADAPTER
+
+
+def events_json_schema() -> dict[str, Any]:
+    """JSON Schema (draft 2020-12) of one native event line."""
+    schema = event_adapter().json_schema()
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["title"] = "procgrade native event"
+    return schema

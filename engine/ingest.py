@@ -1,0 +1,71 @@
+"""Ingest: read sources, validate all of them, then append every run in one transaction.
+
+Nothing is written unless every source validates and every run appends: a bad
+line anywhere, or a conflict in any run, leaves the store as it was.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from engine.errors import StoreError
+from engine.native import RunEvents, read_native
+from engine.store import AppendResult, EventStore
+
+__all__ = ["IngestReport", "ingest_native", "FORMATS"]
+
+FORMATS = ("native",)
+
+
+@dataclass(frozen=True)
+class IngestReport:
+    source: str
+    run_id: str
+    events_read: int
+    duplicates_skipped: int
+    result: AppendResult
+
+    @property
+    def summary(self) -> str:
+        r = self.result
+        if r.no_op:
+            return f"{self.source}: run {self.run_id}: already stored ({r.event_count} events), nothing written"
+        held = f", {r.already_stored} already stored" if r.already_stored else ""
+        sealed = ", sealed" if r.sealed else ""
+        return f"{self.source}: run {self.run_id}: {r.appended} events appended{held} (head {r.head_hash[:12]}{sealed})"
+
+
+def ingest_native(store: EventStore, paths: Sequence[Path | str], *, seal: bool = False) -> list[IngestReport]:
+    """Ingest native JSONL files: all runs of all files, or nothing."""
+    batches: list[RunEvents] = []
+    for path in paths:
+        batches.extend(read_native(path))
+    try:
+        results = store.append_runs([(b.run_id, b.events) for b in batches if b.events], seal=seal)
+    except StoreError as exc:
+        raise _locate(exc, batches) from exc
+    return [
+        IngestReport(b.source, b.run_id, len(b.events), b.duplicates_skipped, result)
+        for b, result in zip(batches, results)
+    ]
+
+
+def _locate(exc: StoreError, batches: list[RunEvents]) -> LocatedStoreError:
+    """The store's error, prefixed with the file and line of the event it is about."""
+    for batch in batches:
+        if batch.run_id == exc.run_id and exc.seq is not None and batch.events:
+            first = batch.events[0].seq
+            if first <= exc.seq <= batch.events[-1].seq:
+                return LocatedStoreError(exc, f"{batch.source}:{batch.line_of(exc.seq)}: seq: ")
+    return LocatedStoreError(exc, "")
+
+
+class LocatedStoreError(StoreError):
+    """A store error located in the input as ``FILE:LINE: seq:`` (the original is ``cause``)."""
+
+    def __init__(self, cause: StoreError, place: str) -> None:
+        super().__init__(f"{place}{cause}", run_id=cause.run_id, seq=cause.seq)
+        self.cause = cause
+

@@ -1,0 +1,76 @@
+"""verify-log: recompute a run's hash chain from what is stored and compare.
+
+Every stored row is rebuilt into its validated model; its payload digest, its
+typed fact columns and its chain hash are recomputed and compared with the row,
+and the final hash with the run's recorded head (and sealed head). This catches
+a row changed behind the triggers' back (triggers dropped, row edited): a
+changed payload, fact column, envelope field or hash all break the comparison.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from pydantic import ValidationError
+
+from engine.canonical import sha256_hex
+from engine.chain import GENESIS, link
+from engine.facts import FACT_COLUMNS, extract_facts
+from engine.store import EventStore
+from engine.stored import STORED_COLUMNS, header_bytes, to_event
+
+__all__ = ["LogVerification", "verify_log"]
+
+_FACTS = slice(STORED_COLUMNS.index(next(iter(FACT_COLUMNS))), STORED_COLUMNS.index(next(iter(FACT_COLUMNS))) + len(FACT_COLUMNS))
+
+
+@dataclass
+class LogVerification:
+    run_id: str
+    events_checked: int = 0
+    head_hash: str | None = None
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+def verify_log(store: EventStore, run_id: str, *, max_problems: int = 20) -> LogVerification:
+    info = store.run(run_id)
+    report = LogVerification(run_id)
+    prev = GENESIS
+    expected_seq = 0
+    for row in store.stored_events(run_id):
+        seq = row[1]
+        if len(report.problems) >= max_problems:
+            report.problems.append("... (stopped after too many problems)")
+            break
+        if seq != expected_seq:
+            report.problems.append(f"seq {expected_seq}: missing (next stored seq is {seq})")
+            expected_seq = seq
+        expected_seq += 1
+        try:
+            event = to_event(row)
+        except (ValidationError, ValueError) as exc:
+            report.problems.append(f"seq {seq}: stored row is not a valid event: {exc}")
+            prev = row[-1]
+            continue
+        payload_sha = sha256_hex(row[-3].encode())
+        if payload_sha != row[-2]:
+            report.problems.append(f"seq {seq}: payload does not match its stored sha256")
+        if tuple(row[_FACTS]) != extract_facts(event):
+            report.problems.append(f"seq {seq}: typed fact columns differ from the event's facts")
+        expected = link(prev, header_bytes(event))
+        if expected != row[-1]:
+            report.problems.append(f"seq {seq}: hash mismatch (stored {row[-1][:12]}, recomputed {expected[:12]})")
+        prev = expected
+        report.events_checked += 1
+        if info.sealed and report.events_checked == info.sealed_event_count and prev != info.sealed_head_hash:
+            report.problems.append(f"seq {seq}: recomputed hash differs from the sealed head hash")
+    report.head_hash = prev if report.events_checked else None
+    if report.events_checked != info.event_count:
+        report.problems.append(f"run records {info.event_count} events, {report.events_checked} are stored")
+    if info.event_count and report.head_hash != info.head_hash:
+        report.problems.append(f"recomputed head {str(report.head_hash)[:12]} differs from recorded head {str(info.head_hash)[:12]}")
+    return report

@@ -1,0 +1,79 @@
+"""The append-only event store (SQLite embedded default, PostgreSQL)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from sqlalchemy import Engine
+
+from sqlalchemy.engine import make_url
+
+from engine.store.base import AppendResult, EventStore, RunInfo
+from engine.store.migrate import check_ready, current_revision, head_revision, upgrade
+
+__all__ = [
+    "AppendResult",
+    "EventStore",
+    "RunInfo",
+    "DEFAULT_DB",
+    "init_database",
+    "normalize_url",
+    "open_store",
+]
+
+DEFAULT_DB = "sqlite:///procgrade.db"
+
+
+def normalize_url(url: str) -> str:
+    """Accept SQLAlchemy URLs, ``postgresql://`` (uses psycopg 3) and bare SQLite file paths."""
+    if "://" not in url:
+        return f"sqlite:///{Path(url)}"
+    parsed = make_url(url)
+    if parsed.drivername in ("postgresql", "postgres"):
+        parsed = parsed.set(drivername="postgresql+psycopg")
+    return parsed.render_as_string(hide_password=False)
+
+
+def _store_class(url: str) -> tuple[type[EventStore], Callable[[str], Engine]]:
+    dialect = make_url(url).get_backend_name()
+    if dialect == "sqlite":
+        from engine.store.sqlite import SQLiteEventStore, sqlite_engine
+
+        return SQLiteEventStore, sqlite_engine
+    if dialect == "postgresql":
+        from engine.store.postgres import PostgresEventStore, postgres_engine
+
+        return PostgresEventStore, postgres_engine
+    raise ValueError(f"unsupported database {dialect!r}: use sqlite:///FILE or postgresql://...")
+
+
+def init_database(url: str) -> tuple[str, str]:
+    """Create or migrate the schema at ``url``; return (revision, the URL without password)."""
+    url = normalize_url(url)
+    _, make_engine = _store_class(url)
+    engine = make_engine(url)
+    try:
+        revision = upgrade(engine)
+    finally:
+        engine.dispose()
+    return revision, make_url(url).render_as_string(hide_password=True)
+
+
+def open_store(url: str, *, create: bool = False) -> EventStore:
+    """Open the store at ``url``.
+
+    With ``create``, an empty database is given the schema (a database holding an
+    older procgrade schema is never migrated implicitly: ``procgrade init`` does that).
+    """
+    url = normalize_url(url)
+    store_class, make_engine = _store_class(url)
+    store = store_class(make_engine(url))
+    try:
+        if create and current_revision(store.engine) is None:
+            upgrade(store.engine)
+        check_ready(store.engine)
+    except BaseException:
+        store.close()
+        raise
+    return store

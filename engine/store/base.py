@@ -1,0 +1,307 @@
+"""The event store: append whole runs, idempotently, and read them back in seq order.
+
+One small interface (:class:`EventStore`) with one subclass per database
+(``sqlite.py``, ``postgres.py``) that supplies only what differs: how a writer
+takes the run's lock, the bulk insert path, and parameter style. The rest of
+procgrade never knows which database it talks to.
+
+Append protocol (one transaction per run):
+1. lock the run's row (creating it when new);
+2. events at seqs the run already holds must be exactly the stored ones (the
+   chain hash proves it): they are a no-op; anything else there is a conflict;
+3. the rest must continue the run without a gap and go in by the bulk path;
+4. the run's head (count, hash, provenance) moves forward; sealing records it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import Engine, select
+
+from engine.chain import GENESIS
+from engine.errors import (
+    EventIdConflictError,
+    RunSealedError,
+    SeqConflictError,
+    StoreError,
+    UnknownRunError,
+)
+from engine.events import Event, RunStarted
+from engine.store.schema import events as events_table
+from engine.store.schema import runs as runs_table
+from engine.stored import STORED_COLUMNS, StoredEvent, to_event, to_stored
+
+__all__ = ["EventStore", "RunInfo", "AppendResult"]
+
+_RUN_COLUMNS = (
+    "run_id", "harness", "harness_version", "model", "task_id",
+    "event_count", "head_hash", "sealed_event_count", "sealed_head_hash",
+)
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    run_id: str
+    harness: str | None
+    harness_version: str | None
+    model: str | None
+    task_id: str | None
+    event_count: int
+    head_hash: str | None
+    sealed_event_count: int | None
+    sealed_head_hash: str | None
+
+    @property
+    def sealed(self) -> bool:
+        return self.sealed_head_hash is not None
+
+
+@dataclass(frozen=True)
+class AppendResult:
+    run_id: str
+    appended: int
+    already_stored: int
+    event_count: int
+    head_hash: str | None
+    sealed: bool
+
+    @property
+    def no_op(self) -> bool:
+        return self.appended == 0
+
+
+class EventStore:
+    """Append-only store of run event logs over one SQLAlchemy engine."""
+
+    dialect: str = ""
+    param: str = "?"
+    #: The driver's exceptions for a unique-key violation on insert.
+    integrity_errors: tuple[type[BaseException], ...] = ()
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    # --- writing -------------------------------------------------------------------------------
+
+    def append(self, run_id: str, events: Sequence[Event], *, seal: bool = False) -> AppendResult:
+        """Append ``events`` (consecutive seqs, all of ``run_id``) in one transaction.
+
+        Events the run already holds identically are skipped; a different event
+        at a held seq raises :class:`SeqConflictError`; a sealed run takes no new
+        events (:class:`RunSealedError`). Nothing is written unless all succeed.
+        """
+        return self.append_runs([(run_id, events)], seal=seal)[0]
+
+    def append_runs(
+        self, batches: Sequence[tuple[str, Sequence[Event]]], *, seal: bool = False
+    ) -> list[AppendResult]:
+        """Append several runs' events in one transaction: all of them, or none."""
+        for run_id, events in batches:
+            _check_consecutive(run_id, events)
+        with self._write_transaction() as tx:
+            return [self._append_in(tx, run_id, events, seal) for run_id, events in batches]
+
+    def _append_in(self, tx: Any, run_id: str, events: Sequence[Event], seal: bool) -> AppendResult:
+        info = self._lock_run(tx, run_id)
+        first = events[0].seq if events else info.event_count
+        if first > info.event_count:
+            held = f"the run holds seqs 0..{info.event_count - 1}" if info.event_count else "a run starts at seq 0"
+            raise SeqConflictError(f"run {run_id}: seq {first} leaves a gap: {held}", run_id=run_id, seq=first)
+        prev = GENESIS if first == 0 else self._stored_hashes(tx, run_id, first - 1, first - 1)[0][2]
+        rows: list[StoredEvent] = []
+        for event in events:
+            stored = to_stored(event, prev)
+            rows.append(stored)
+            prev = stored.hash
+        overlap = [r for r in rows if r.seq < info.event_count]
+        new = rows[len(overlap):]
+        if overlap:
+            self._check_overlap(tx, run_id, overlap)
+        if new and info.sealed:
+            raise RunSealedError(
+                f"run {run_id} is sealed at {info.sealed_event_count} events; seq {new[0].seq} cannot be appended",
+                run_id=run_id, seq=new[0].seq,
+            )
+        if new and new[0].seq == 0 and not isinstance(events[0], RunStarted):
+            raise StoreError(f"run {run_id}: seq 0 must be a run_started event, got {events[0].kind}",
+                             run_id=run_id, seq=0)
+        if new:
+            try:
+                self._insert_rows(tx, [r.row for r in new])
+            except self.integrity_errors as exc:
+                raise self._explain_conflict(run_id, new) from exc
+        count = info.event_count + len(new)
+        head = new[-1].hash if new else info.head_hash
+        provenance = _provenance(events[0]) if new and new[0].seq == 0 else None
+        sealing = seal and not info.sealed
+        if new or sealing:
+            self._update_run(tx, run_id, count, head, provenance, sealing)
+        return AppendResult(run_id, len(new), len(overlap), count, head, info.sealed or seal)
+
+    def seal(self, run_id: str) -> RunInfo:
+        """Record the run's current head as final; later appends are refused."""
+        with self._write_transaction() as tx:
+            info = self._lock_run(tx, run_id, create=False)
+            if not info.sealed:
+                self._update_run(tx, run_id, info.event_count, info.head_hash, None, True)
+        return self.run(run_id)
+
+    def _check_overlap(self, tx: Any, run_id: str, overlap: list[StoredEvent]) -> None:
+        stored = self._stored_hashes(tx, run_id, overlap[0].seq, overlap[-1].seq)
+        for incoming, (seq, event_id, stored_hash) in zip(overlap, stored):
+            if incoming.hash == stored_hash:
+                continue
+            if incoming.event_id != event_id:
+                raise SeqConflictError(
+                    f"run {run_id}: seq {seq} already holds event {event_id!r}; "
+                    f"event {incoming.event_id!r} cannot take its place (another writer appended first?)",
+                    run_id=run_id, seq=seq,
+                )
+            raise EventIdConflictError(
+                f"run {run_id}: event {event_id!r} at seq {seq} is already stored with different content",
+                run_id=run_id, seq=seq,
+            )
+
+    def _explain_conflict(self, run_id: str, new: list[StoredEvent]) -> StoreError:
+        ids = [r.event_id for r in new]
+        clashes = self._event_owners(ids)
+        if clashes:
+            event_id, owner, seq = clashes[0]
+            mine = next(r.seq for r in new if r.event_id == event_id)
+            return EventIdConflictError(
+                f"run {run_id}: event_id {event_id!r} is already stored (run {owner}, seq {seq})",
+                run_id=run_id, seq=mine,
+            )
+        return SeqConflictError(
+            f"run {run_id}: seqs {new[0].seq}..{new[-1].seq} were appended by another writer meanwhile",
+            run_id=run_id, seq=new[0].seq,
+        )
+
+    # --- reading -------------------------------------------------------------------------------
+
+    def runs(self) -> list[RunInfo]:
+        with self.engine.connect() as conn:
+            rows = conn.execute(select(runs_table).order_by(runs_table.c.run_id)).all()
+        return [RunInfo(*row) for row in rows]
+
+    def run(self, run_id: str) -> RunInfo:
+        with self.engine.connect() as conn:
+            row = conn.execute(select(runs_table).where(runs_table.c.run_id == run_id)).first()
+        if row is None:
+            raise UnknownRunError(f"no run {run_id!r} in the store")
+        return RunInfo(*row)
+
+    def stored_events(self, run_id: str, batch: int = 10_000) -> Iterator[tuple[Any, ...]]:
+        """Raw rows of ``run_id`` in seq order (columns as :data:`STORED_COLUMNS`)."""
+        query = (
+            select(*(events_table.c[name] for name in STORED_COLUMNS))
+            .where(events_table.c.run_id == run_id)
+            .order_by(events_table.c.seq)
+        )
+        with self.engine.connect() as conn:
+            result = conn.execution_options(yield_per=batch).execute(query)
+            for row in result:
+                yield tuple(row)
+
+    def events(self, run_id: str) -> Iterator[Event]:
+        """The run's events, rebuilt as validated models, in seq order."""
+        for row in self.stored_events(run_id):
+            yield to_event(row)
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+    # --- what each database supplies -------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def _write_transaction(self) -> Iterator[Any]:
+        raw = self.engine.raw_connection()
+        try:
+            cursor = self._begin(raw)
+            try:
+                yield cursor
+            except BaseException:
+                raw.rollback()
+                raise
+            raw.commit()
+        finally:
+            raw.close()
+
+    def _begin(self, raw: Any) -> Any:
+        raise NotImplementedError
+
+    def _insert_rows(self, tx: Any, rows: list[tuple[Any, ...]]) -> None:
+        raise NotImplementedError
+
+    def _lock_run(self, tx: Any, run_id: str, create: bool = True) -> RunInfo:
+        raise NotImplementedError
+
+    # --- shared SQL on the driver cursor -------------------------------------------------------
+
+    def _sql(self, text: str) -> str:
+        return text.replace("?", self.param)
+
+    def _select_run(self, tx: Any, run_id: str, suffix: str = "") -> RunInfo | None:
+        tx.execute(self._sql(f"SELECT {', '.join(_RUN_COLUMNS)} FROM runs WHERE run_id = ?{suffix}"), (run_id,))
+        row = tx.fetchone()
+        return RunInfo(*row) if row is not None else None
+
+    def _stored_hashes(self, tx: Any, run_id: str, low: int, high: int) -> list[tuple[int, str, str]]:
+        tx.execute(
+            self._sql("SELECT seq, event_id, hash FROM events WHERE run_id = ? AND seq BETWEEN ? AND ? ORDER BY seq"),
+            (run_id, low, high),
+        )
+        return [tuple(r) for r in tx.fetchall()]
+
+    def _event_owners(self, event_ids: list[str]) -> list[tuple[str, str, int]]:
+        found: list[tuple[str, str, int]] = []
+        with self.engine.connect() as conn:
+            for start in range(0, len(event_ids), 500):
+                chunk = event_ids[start:start + 500]
+                query = (
+                    select(events_table.c.event_id, events_table.c.run_id, events_table.c.seq)
+                    .where(events_table.c.event_id.in_(chunk))
+                    .order_by(events_table.c.run_id, events_table.c.seq)
+                )
+                found.extend(tuple(r) for r in conn.execute(query))
+        return found
+
+    def _update_run(
+        self, tx: Any, run_id: str, count: int, head: str | None,
+        provenance: dict[str, Any] | None, seal: bool,
+    ) -> None:
+        sets = ["event_count = ?", "head_hash = ?"]
+        params: list[Any] = [count, head]
+        if provenance:
+            for name, value in provenance.items():
+                sets.append(f"{name} = ?")
+                params.append(value)
+        if seal:
+            sets += ["sealed_event_count = ?", "sealed_head_hash = ?"]
+            params += [count, head or GENESIS]
+        tx.execute(self._sql(f"UPDATE runs SET {', '.join(sets)} WHERE run_id = ?"), (*params, run_id))
+
+
+def _check_consecutive(run_id: str, events: Sequence[Event]) -> None:
+    for i, event in enumerate(events):
+        if event.run_id != run_id:
+            raise StoreError(f"event {event.event_id!r} belongs to run {event.run_id}, not {run_id}",
+                             run_id=run_id, seq=event.seq)
+        if i and event.seq != events[i - 1].seq + 1:
+            raise StoreError(f"run {run_id}: seq {event.seq} does not follow seq {events[i - 1].seq}",
+                             run_id=run_id, seq=event.seq)
+
+
+def _provenance(first: Event) -> dict[str, Any]:
+    if not isinstance(first, RunStarted):
+        return {}
+    return {
+        "harness": first.harness.name,
+        "harness_version": first.harness.version,
+        "model": first.model,
+        "task_id": first.task_id,
+    }

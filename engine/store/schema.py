@@ -1,0 +1,50 @@
+"""The tables, as SQLAlchemy Core metadata (Alembic in ``migrations/`` owns the DDL).
+
+``events`` is append-only: triggers created by the migrations refuse UPDATE and
+DELETE in the database itself. ``runs`` is the per-run projection the writer
+keeps current (head, count, provenance); once a run is sealed, a trigger refuses
+any change to its row.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import BigInteger, Column, ForeignKey, Integer, MetaData, PrimaryKeyConstraint, Table, Text
+
+from engine.facts import FACT_COLUMNS
+
+metadata = MetaData()
+
+runs = Table(
+    "runs",
+    metadata,
+    Column("run_id", Text, primary_key=True),
+    Column("harness", Text),
+    Column("harness_version", Text),
+    Column("model", Text),
+    Column("task_id", Text),
+    Column("event_count", BigInteger, nullable=False),
+    Column("head_hash", Text),
+    Column("sealed_event_count", BigInteger),
+    Column("sealed_head_hash", Text),
+)
+
+_FACT_TYPES = {"text": Text, "int": BigInteger}
+
+events = Table(
+    "events",
+    metadata,
+    Column("run_id", Text, ForeignKey("runs.run_id"), nullable=False),
+    Column("seq", BigInteger, nullable=False),
+    Column("event_id", Text, nullable=False, unique=True),
+    Column("ts", Text),
+    Column("kind", Text, nullable=False),
+    Column("actor", Text, nullable=False),
+    Column("stage", Integer),
+    Column("parent_seq", BigInteger),
+    *(Column(name, _FACT_TYPES[kind]) for name, kind in FACT_COLUMNS.items()),
+    Column("facts", Text, nullable=False),
+    Column("payload", Text, nullable=False),
+    Column("payload_sha256", Text, nullable=False),
+    Column("hash", Text, nullable=False),
+    PrimaryKeyConstraint("run_id", "seq", name="pk_events"),
+)

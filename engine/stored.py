@@ -1,0 +1,88 @@
+"""The stored form of an event (one table row) and the mapping to and from the model.
+
+Kept apart from the domain model, as eventsourcing keeps ``StoredEvent`` apart
+from its events: the row carries the envelope, the typed fact columns for rules,
+the kind's own fields as canonical JSON, the canonical payload with its sha256,
+and the chain hash. :func:`to_event` rebuilds the exact model from a row, which
+is what export and ``verify-log`` stand on.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import orjson
+
+from engine.canonical import canonical_json, sha256_hex
+from engine.chain import link
+from engine.events import Event, event_adapter
+from engine.facts import FACT_COLUMNS, extract_facts
+
+__all__ = ["STORED_COLUMNS", "StoredEvent", "to_stored", "to_event", "header_bytes"]
+
+_ENVELOPE = ("run_id", "seq", "event_id", "ts", "kind", "actor", "stage", "parent_seq")
+_TRAILER = ("facts", "payload", "payload_sha256", "hash")
+#: Column order of the events table as the bulk paths write it.
+STORED_COLUMNS: tuple[str, ...] = _ENVELOPE + tuple(FACT_COLUMNS) + _TRAILER
+_NOT_FACTS = frozenset(_ENVELOPE) | {"payload_sha256"}
+_FACT_SLICE = slice(len(_ENVELOPE), len(_ENVELOPE) + len(FACT_COLUMNS))
+
+
+class StoredEvent(NamedTuple):
+    """One row of the events table, in :data:`STORED_COLUMNS` order (as a plain tuple)."""
+
+    row: tuple[Any, ...]
+
+    @property
+    def seq(self) -> int:
+        return self.row[1]
+
+    @property
+    def event_id(self) -> str:
+        return self.row[2]
+
+    @property
+    def hash(self) -> str:
+        return self.row[-1]
+
+    @property
+    def payload_sha256(self) -> str:
+        return self.row[-2]
+
+    def column(self, name: str) -> Any:
+        return self.row[STORED_COLUMNS.index(name)]
+
+    def facts_columns(self) -> tuple[Any, ...]:
+        return self.row[_FACT_SLICE]
+
+
+def _header(event: Event) -> tuple[dict[str, Any], bytes, str]:
+    """(header dict, canonical payload bytes, payload sha256) of ``event``."""
+    header = event.model_dump(mode="json", exclude_none=True)
+    payload = canonical_json(header.pop("payload"))
+    header["payload_sha256"] = payload_sha = sha256_hex(payload)
+    return header, payload, payload_sha
+
+
+def header_bytes(event: Event) -> bytes:
+    """Canonical bytes of the event with its payload replaced by the payload's sha256."""
+    return canonical_json(_header(event)[0])
+
+
+def to_stored(event: Event, prev_hash: str) -> StoredEvent:
+    """The row for ``event`` chained after ``prev_hash``."""
+    header, payload, payload_sha = _header(event)
+    event_hash = link(prev_hash, canonical_json(header))
+    facts = canonical_json({k: v for k, v in header.items() if k not in _NOT_FACTS})
+    envelope = tuple(getattr(event, name) for name in _ENVELOPE)
+    return StoredEvent(
+        envelope + extract_facts(event) + (facts.decode(), payload.decode(), payload_sha, event_hash)
+    )
+
+
+def to_event(row: tuple[Any, ...]) -> Event:
+    """Rebuild the validated model from a stored row (raises pydantic.ValidationError)."""
+    record: dict[str, Any] = {name: value for name, value in zip(_ENVELOPE, row) if value is not None}
+    record.update(orjson.loads(row[-4]))
+    record["payload"] = orjson.loads(row[-3])
+    return event_adapter().validate_python(record)

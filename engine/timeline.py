@@ -1,0 +1,69 @@
+"""One-line descriptions of events, for timelines (``procgrade show``) and reports."""
+
+from __future__ import annotations
+
+from engine.events import (
+    Command, CompletionClaim, Compaction, Correction, Delegation, Event, FileEdit, FileRead,
+    JobFinished, JobPolled, JobStarted, Message, RunEnded, RunStarted, StageEnded, StageStarted,
+    TestRun, WorkerReport,
+)
+from engine.facts import test_outcome
+
+__all__ = ["describe"]
+
+
+def _clip(text: str, width: int = 90) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def describe(event: Event) -> str:
+    """A short human description of what the event says."""
+    match event:
+        case RunStarted():
+            parts = [f"harness {event.harness.name}" + (f" {event.harness.version}" if event.harness.version else "")]
+            if event.model:
+                parts.append(f"model {event.model}")
+            if event.task_id:
+                parts.append(f"task {event.task_id}")
+            return ", ".join(parts)
+        case StageStarted():
+            return f"stage {event.stage}" + (f": {event.title}" if event.title else "") + (
+                f" (spec {event.spec_ref})" if event.spec_ref else "")
+        case StageEnded():
+            return f"stage {event.stage} ended" + (f": {event.status}" if event.status else "")
+        case RunEnded():
+            return "run ended" + (f": {event.status}" if event.status else "") + (f" ({_clip(event.reason)})" if event.reason else "")
+        case Message():
+            return (f"[{event.intent}] " if event.intent else "") + _clip(event.text)
+        case Command():
+            exit_text = f" → exit {event.exit_code}" if event.exit_code is not None else ""
+            return f"$ {_clip(event.command, 70)}{exit_text}"
+        case FileRead():
+            return f"read {event.path}"
+        case FileEdit():
+            return f"{event.edit_kind} {event.path}" + (f" → {event.new_path}" if event.new_path else "")
+        case TestRun():
+            counts = ", ".join(f"{n} {label}" for n, label in (
+                (event.passed, "passed"), (event.failed, "failed"), (event.errored, "errored"), (event.skipped, "skipped"),
+            ) if n is not None)
+            outcome = test_outcome(event) or "unknown"
+            return f"tests {outcome}" + (f" ({counts})" if counts else "") + (f": {_clip(event.command, 50)}" if event.command else "")
+        case Delegation():
+            return f"delegate to {event.worker_id}: {_clip(event.instruction, 60)} [{len(event.context or ())} context items]"
+        case WorkerReport():
+            return f"report from {event.worker_id}" + (f" ({event.status})" if event.status else "") + f": {_clip(event.text, 60)}"
+        case JobStarted():
+            return f"job {event.job_id} started" + (f": {_clip(event.command, 60)}" if event.command else "")
+        case JobPolled():
+            return f"job {event.job_id} polled" + (f": {event.status}" if event.status else "")
+        case JobFinished():
+            return f"job {event.job_id} finished" + (f": exit {event.exit_code}" if event.exit_code is not None else "")
+        case Compaction():
+            sizes = f" ({event.tokens_before} → {event.tokens_after} tokens)" if event.tokens_before is not None else ""
+            return "context compacted" + sizes
+        case CompletionClaim():
+            return "claims done" + (f" ({event.scope})" if event.scope else "") + f": {_clip(event.claim, 70)}"
+        case Correction():
+            return f"correction: {_clip(event.text)}"
+    return event.kind
