@@ -16,7 +16,7 @@ adding an optional field never changes the hash of an existing event.
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, ClassVar, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationInfo, field_validator
 
@@ -54,6 +54,10 @@ class _Strict(BaseModel):
 
 class Event(_Strict):
     """The envelope. ``seq`` is the only order rules use; ``ts`` is informational."""
+
+    #: Fields other than ``payload`` whose values are free-form JSON (may hold floats or
+    #: any object keys); every other field is typed str/int/bool or lists of them.
+    FREE_FORM_FIELDS: ClassVar[frozenset[str]] = frozenset()
 
     run_id: Annotated[str, Field(pattern=RUN_ID_PATTERN, description="The run (stream) this event belongs to.")]
     seq: Annotated[int, Field(ge=0, description="Gapless position in the run, from 0.")]
@@ -99,6 +103,8 @@ class HarnessInfo(_Strict):
 @event_kind
 class RunStarted(Event):
     """Opens a run (always seq 0) and records its provenance."""
+
+    FREE_FORM_FIELDS: ClassVar[frozenset[str]] = frozenset({"model_settings", "labels"})
 
     kind: Literal["run_started"] = "run_started"
     harness: HarnessInfo

@@ -72,33 +72,50 @@ def _exit_outcome(exit_code: int | None) -> str | None:
     return "pass" if exit_code == 0 else "fail"
 
 
-def _row(**columns: Any) -> tuple[Any, ...]:
-    return tuple(columns.get(name) for name in FACT_COLUMNS)
+_INDEX = {name: i for i, name in enumerate(FACT_COLUMNS)}
+
+
+def _extractor(**sources: Any) -> Any:
+    """Build a fast extractor: ``column=callable(event)`` pairs placed at their column positions."""
+    slots = tuple((_INDEX[name], getter) for name, getter in sources.items())
+    width = len(FACT_COLUMNS)
+
+    def extract(event: Event) -> tuple[Any, ...]:
+        row = [None] * width
+        for index, getter in slots:
+            row[index] = getter(event)
+        return tuple(row)
+
+    return extract
+
+
+def _hash_of_command(event: Any) -> str | None:
+    return None if event.command is None else command_hash(event.command)
+
+
+def _exit_outcome_of(event: Any) -> str | None:
+    return _exit_outcome(event.exit_code)
+
+
+_by_path = _extractor(path=lambda e: e.path)
+_EXTRACTORS: dict[type[Event], Any] = {
+    FileRead: _by_path,
+    FileEdit: _by_path,
+    Command: _extractor(command=lambda e: e.command, cmd_hash=_hash_of_command,
+                        exit_code=lambda e: e.exit_code, outcome=_exit_outcome_of),
+    TestRun: _extractor(command=lambda e: e.command, cmd_hash=_hash_of_command, exit_code=lambda e: e.exit_code,
+                        outcome=test_outcome, tests_passed=lambda e: e.passed, tests_failed=lambda e: e.failed,
+                        tests_errored=lambda e: e.errored),
+    Message: _extractor(intent=lambda e: e.intent),
+    Delegation: _extractor(worker_id=lambda e: e.worker_id, context_count=lambda e: len(e.context or ())),
+    WorkerReport: _extractor(worker_id=lambda e: e.worker_id, outcome=lambda e: e.status),
+    JobStarted: _extractor(job_id=lambda e: e.job_id, command=lambda e: e.command, cmd_hash=_hash_of_command),
+    JobPolled: _extractor(job_id=lambda e: e.job_id),
+    JobFinished: _extractor(job_id=lambda e: e.job_id, exit_code=lambda e: e.exit_code, outcome=_exit_outcome_of),
+}
 
 
 def extract_facts(event: Event) -> tuple[Any, ...]:
     """The fact columns of ``event`` as a tuple in :data:`FACT_COLUMNS` order."""
-    if isinstance(event, (FileRead, FileEdit)):
-        return _row(path=event.path)
-    if isinstance(event, Command):
-        return _row(command=event.command, cmd_hash=command_hash(event.command),
-                    exit_code=event.exit_code, outcome=_exit_outcome(event.exit_code))
-    if isinstance(event, TestRun):
-        cmd = event.command
-        return _row(command=cmd, cmd_hash=command_hash(cmd) if cmd is not None else None,
-                    exit_code=event.exit_code, outcome=test_outcome(event),
-                    tests_passed=event.passed, tests_failed=event.failed, tests_errored=event.errored)
-    if isinstance(event, Message):
-        return _row(intent=event.intent)
-    if isinstance(event, Delegation):
-        return _row(worker_id=event.worker_id, context_count=len(event.context or ()))
-    if isinstance(event, WorkerReport):
-        return _row(worker_id=event.worker_id, outcome=event.status)
-    if isinstance(event, JobStarted):
-        cmd = event.command
-        return _row(job_id=event.job_id, command=cmd, cmd_hash=command_hash(cmd) if cmd is not None else None)
-    if isinstance(event, JobPolled):
-        return _row(job_id=event.job_id)
-    if isinstance(event, JobFinished):
-        return _row(job_id=event.job_id, exit_code=event.exit_code, outcome=_exit_outcome(event.exit_code))
-    return _EMPTY
+    extractor = _EXTRACTORS.get(type(event))
+    return _EMPTY if extractor is None else extractor(event)

@@ -6,7 +6,9 @@ line anywhere, or a conflict in any run, leaves the store as it was.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import contextlib
+import gc
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -39,17 +41,31 @@ class IngestReport:
 
 def ingest_native(store: EventStore, paths: Sequence[Path | str], *, seal: bool = False) -> list[IngestReport]:
     """Ingest native JSONL files: all runs of all files, or nothing."""
-    batches: list[RunEvents] = []
-    for path in paths:
-        batches.extend(read_native(path))
-    try:
-        results = store.append_runs([(b.run_id, b.events) for b in batches if b.events], seal=seal)
-    except StoreError as exc:
-        raise _locate(exc, batches) from exc
+    with _no_cyclic_gc():
+        batches: list[RunEvents] = []
+        for path in paths:
+            batches.extend(read_native(path))
+        try:
+            results = store.append_runs([(b.run_id, b.events) for b in batches if b.events], seal=seal)
+        except StoreError as exc:
+            raise _locate(exc, batches) from exc
     return [
         IngestReport(b.source, b.run_id, len(b.events), b.duplicates_skipped, result)
         for b, result in zip(batches, results)
     ]
+
+
+@contextlib.contextmanager
+def _no_cyclic_gc() -> Iterator[None]:
+    """Pause the cyclic collector: events hold no cycles, and its passes over millions of
+    young objects cost a third of ingest time (reference counting still frees everything)."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 def _locate(exc: StoreError, batches: list[RunEvents]) -> LocatedStoreError:

@@ -13,7 +13,7 @@ from typing import Any, NamedTuple
 
 import orjson
 
-from engine.canonical import canonical_json, sha256_hex
+from engine.canonical import canonical_json, canonical_json_of_typed, sha256_hex
 from engine.chain import link
 from engine.events import Event, event_adapter
 from engine.facts import FACT_COLUMNS, extract_facts
@@ -58,22 +58,29 @@ class StoredEvent(NamedTuple):
 
 def _header(event: Event) -> tuple[dict[str, Any], bytes, str]:
     """(header dict, canonical payload bytes, payload sha256) of ``event``."""
-    header = event.model_dump(mode="json", exclude_none=True)
+    header = event.model_dump(exclude_none=True)
     payload = canonical_json(header.pop("payload"))
     header["payload_sha256"] = payload_sha = sha256_hex(payload)
     return header, payload, payload_sha
 
 
+def _canonical(event: Event, fields: dict[str, Any]) -> bytes:
+    """Canonical JSON of some of ``event``'s typed fields (a scan only where free-form JSON sits)."""
+    if event.FREE_FORM_FIELDS:
+        return canonical_json(fields)
+    return canonical_json_of_typed(fields)
+
+
 def header_bytes(event: Event) -> bytes:
     """Canonical bytes of the event with its payload replaced by the payload's sha256."""
-    return canonical_json(_header(event)[0])
+    return _canonical(event, _header(event)[0])
 
 
 def to_stored(event: Event, prev_hash: str) -> StoredEvent:
     """The row for ``event`` chained after ``prev_hash``."""
     header, payload, payload_sha = _header(event)
-    event_hash = link(prev_hash, canonical_json(header))
-    facts = canonical_json({k: v for k, v in header.items() if k not in _NOT_FACTS})
+    event_hash = link(prev_hash, _canonical(event, header))
+    facts = _canonical(event, {k: v for k, v in header.items() if k not in _NOT_FACTS})
     envelope = tuple(getattr(event, name) for name in _ENVELOPE)
     return StoredEvent(
         envelope + extract_facts(event) + (facts.decode(), payload.decode(), payload_sha, event_hash)

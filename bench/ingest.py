@@ -1,0 +1,153 @@
+"""Ingest benchmark: native JSONL -> store, against a bare bulk insert of the same rows.
+
+Run by hand (``make bench-ingest`` or ``python bench/ingest.py --events 1000000``).
+Prints events/s of ``procgrade ingest``'s library path for SQLite and PostgreSQL,
+next to the bare limit: SQLite executemany in one transaction and PostgreSQL
+COPY (FORMAT BINARY) of the very same prepared rows, and the ratio between them.
+Both sides run in the same process, one after the other, on the same machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.synthetic import write_native  # noqa: E402
+from engine.chain import GENESIS  # noqa: E402
+from engine.ingest import ingest_native  # noqa: E402
+from engine.native import read_native  # noqa: E402
+from engine.store import open_store  # noqa: E402
+from engine.stored import STORED_COLUMNS, to_stored  # noqa: E402
+
+
+def prepared_rows(paths: list[Path]) -> list[tuple]:
+    rows = []
+    for path in paths:
+        for run in read_native(path):
+            prev = GENESIS
+            for event in run.events:
+                stored = to_stored(event, prev)
+                prev = stored.hash
+                rows.append(stored.row)
+    return rows
+
+
+def run_rows(rows: list[tuple]) -> list[tuple]:
+    """One runs-table row per run, so the foreign key holds for the bare insert."""
+    seen: dict[str, int] = {}
+    for row in rows:
+        seen[row[0]] = seen.get(row[0], 0) + 1
+    return [(run_id, count) for run_id, count in seen.items()]
+
+
+def bare_sqlite(url: str, rows: list[tuple]) -> float:
+    store = open_store(url, create=True)
+    raw = store.engine.raw_connection()
+    cursor = raw.driver_connection.cursor()
+    gc.disable()
+    start = time.perf_counter()
+    cursor.execute("BEGIN IMMEDIATE")
+    cursor.executemany("INSERT INTO runs (run_id, event_count) VALUES (?, ?)", run_rows(rows))
+    cursor.executemany(
+        f"INSERT INTO events ({', '.join(STORED_COLUMNS)}) VALUES ({', '.join('?' * len(STORED_COLUMNS))})", rows)
+    cursor.execute("COMMIT")
+    elapsed = time.perf_counter() - start
+    gc.enable()
+    raw.close()
+    store.close()
+    return elapsed
+
+
+def bare_postgres(url: str, rows: list[tuple]) -> float:
+    from engine.store.postgres import _COPY, _COPY_TYPES
+
+    store = open_store(url, create=True)
+    raw = store.engine.raw_connection()
+    conn = raw.driver_connection
+    gc.disable()
+    start = time.perf_counter()
+    with conn.cursor() as cursor:
+        cursor.executemany("INSERT INTO runs (run_id, event_count) VALUES (%s, %s)", run_rows(rows))
+        with cursor.copy(_COPY) as copy:
+            copy.set_types(_COPY_TYPES)
+            for row in rows:
+                copy.write_row(row)
+    conn.commit()
+    elapsed = time.perf_counter() - start
+    gc.enable()
+    raw.close()
+    store.close()
+    return elapsed
+
+
+def timed_ingest(url: str, paths: list[Path]) -> float:
+    store = open_store(url, create=True)
+    start = time.perf_counter()
+    ingest_native(store, paths)
+    elapsed = time.perf_counter() - start
+    store.close()
+    return elapsed
+
+
+def postgres_schema(base: str) -> tuple[str, str]:
+    import psycopg
+
+    schema = f"bench_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(base.replace("postgresql+psycopg://", "postgresql://"), autocommit=True) as conn:
+        conn.execute(f"CREATE SCHEMA {schema}")
+    return schema, f"{base}?options=-csearch_path%3D{schema}"
+
+
+def drop_schema(base: str, schema: str) -> None:
+    import psycopg
+
+    with psycopg.connect(base.replace("postgresql+psycopg://", "postgresql://"), autocommit=True) as conn:
+        conn.execute(f"DROP SCHEMA {schema} CASCADE")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--events", type=int, default=1_000_000)
+    parser.add_argument("--runs", type=int, default=100)
+    parser.add_argument("--pg", default="postgresql+psycopg://postgres@127.0.0.1:5432/test")
+    parser.add_argument("--skip-postgres", action="store_true")
+    args = parser.parse_args()
+
+    with tempfile.TemporaryDirectory(prefix="procgrade-bench-") as tmp:
+        tmpdir = Path(tmp)
+        paths = write_native(tmpdir / "native", args.events, args.runs)
+        total = sum(1 for p in paths for _ in p.open("rb"))
+        print(f"{total:,} native events in {args.runs} runs ({sum(p.stat().st_size for p in paths) / 1e6:.0f} MB)")
+        rows = prepared_rows(paths)
+
+        results = []
+        ingest_s = timed_ingest(f"sqlite:///{tmpdir}/ingest.db", paths)
+        bare_s = bare_sqlite(f"sqlite:///{tmpdir}/bare.db", rows)
+        results.append(("sqlite", ingest_s, bare_s))
+        if not args.skip_postgres:
+            schema, url = postgres_schema(args.pg)
+            try:
+                ingest_s = timed_ingest(url, paths)
+            finally:
+                drop_schema(args.pg, schema)
+            schema, url = postgres_schema(args.pg)
+            try:
+                bare_s = bare_postgres(url, rows)
+            finally:
+                drop_schema(args.pg, schema)
+            results.append(("postgresql", ingest_s, bare_s))
+
+    print(f"{'database':<11} {'ingest ev/s':>12} {'bare ev/s':>12} {'ingest/bare':>12}")
+    for name, ingest_s, bare_s in results:
+        print(f"{name:<11} {total / ingest_s:>12,.0f} {total / bare_s:>12,.0f} {bare_s / ingest_s:>11.2f}x")
+
+
+if __name__ == "__main__":
+    main()
