@@ -36,6 +36,23 @@ DbOption = Annotated[
 ]
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        from engine import __version__
+        from engine.facts import EXTRACTOR_VERSION
+
+        out.print(f"procgrade {__version__} (fact extractor {EXTRACTOR_VERSION})")
+        raise typer.Exit()
+
+
+@app.callback()
+def _main_options(
+    version: Annotated[bool, typer.Option("--version", callback=_print_version, is_eager=True,
+                                          help="Print the version and exit.")] = False,
+) -> None:
+    """Event-sourced process grading for long-horizon coding-agent builds."""
+
+
 @contextmanager
 def _store(db: str, *, create: bool = False) -> Iterator[EventStore]:
     store = open_store(db, create=create)

@@ -9,6 +9,7 @@ is what export and ``verify-log`` stand on.
 
 from __future__ import annotations
 
+import operator
 from typing import Any, NamedTuple
 
 import orjson
@@ -24,6 +25,7 @@ _ENVELOPE = ("run_id", "seq", "event_id", "ts", "kind", "actor", "stage", "paren
 _TRAILER = ("facts", "payload", "payload_sha256", "hash")
 #: Column order of the events table as the bulk paths write it.
 STORED_COLUMNS: tuple[str, ...] = _ENVELOPE + tuple(FACT_COLUMNS) + _TRAILER
+_envelope_of = operator.attrgetter(*_ENVELOPE)
 _NOT_FACTS = frozenset(_ENVELOPE) | {"payload_sha256"}
 _FACT_SLICE = slice(len(_ENVELOPE), len(_ENVELOPE) + len(FACT_COLUMNS))
 
@@ -81,9 +83,8 @@ def to_stored(event: Event, prev_hash: str) -> StoredEvent:
     header, payload, payload_sha = _header(event)
     event_hash = link(prev_hash, _canonical(event, header))
     facts = _canonical(event, {k: v for k, v in header.items() if k not in _NOT_FACTS})
-    envelope = tuple(getattr(event, name) for name in _ENVELOPE)
     return StoredEvent(
-        envelope + extract_facts(event) + (facts.decode(), payload.decode(), payload_sha, event_hash)
+        _envelope_of(event) + extract_facts(event) + (facts.decode(), payload.decode(), payload_sha, event_hash)
     )
 
 

@@ -1,0 +1,1 @@
+"""Outcome producers: hidden-test acceptance in a sandbox, browser grading of test plans."""
