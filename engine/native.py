@@ -9,6 +9,7 @@ identical repeated line (a retried write) is skipped and counted.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -58,6 +59,8 @@ def parse_native_lines(source: str, lines: Iterable[bytes]) -> list[RunEvents]:
             event = adapter.validate_json(raw)
         except ValidationError as exc:
             raise _input_error(source, number, exc) from None
+        if _NON_JSON_NUMBER.search(raw) is not None:
+            _refuse_non_json_numbers(source, number, raw)
         run = runs.get(event.run_id)
         if run is None:
             run = runs[event.run_id] = RunEvents(event.run_id, source)
@@ -95,6 +98,19 @@ def dump_native(events: Iterable[Event]) -> Iterator[bytes]:
 
     for event in events:
         yield canonical_json(event.model_dump(mode="json", exclude_none=True)) + b"\n"
+
+
+# pydantic's parser takes NaN and Infinity into free-form fields; they are not JSON (RFC 8259)
+# and have no canonical form. A cheap byte search finds candidates; orjson, which refuses
+# them, decides (the words may just sit inside a string).
+_NON_JSON_NUMBER = re.compile(rb"NaN|Infinity")
+
+
+def _refuse_non_json_numbers(source: str, number: int, raw: bytes) -> None:
+    try:
+        orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        raise InputError(source, number, None, f"invalid JSON: {exc} (NaN and Infinity are not JSON)") from None
 
 
 def _check_utf8(source: str, number: int, raw: bytes) -> None:

@@ -100,8 +100,16 @@ class EventStore:
         self, batches: Sequence[tuple[str, Sequence[Event]]], *, seal: bool = False
     ) -> list[AppendResult]:
         """Append several runs' events in one transaction: all of them, or none."""
+        owners: dict[str, tuple[str, int]] = {}
         for run_id, events in batches:
             _check_consecutive(run_id, events)
+            for event in events:
+                owner = owners.setdefault(event.event_id, (run_id, event.seq))
+                if owner != (run_id, event.seq):
+                    raise EventIdConflictError(
+                        f"run {run_id}: event_id {event.event_id!r} at seq {event.seq} is also given "
+                        f"to run {owner[0]} seq {owner[1]}", run_id=run_id, seq=event.seq,
+                    )
         with self._write_transaction() as tx:
             return [self._append_in(tx, run_id, events, seal) for run_id, events in batches]
 
