@@ -16,12 +16,14 @@ value takes the slow path through the ``rfc8785`` reference implementation.
 from __future__ import annotations
 
 import hashlib
+import json
+import re
 from typing import Any
 
 import orjson
 import rfc8785
 
-__all__ = ["canonical_json", "canonical_json_of_typed", "sha256_hex", "CanonicalJSONError"]
+__all__ = ["canonical_json", "canonical_json_of_typed", "faithful_json", "parse_json", "sha256_hex", "CanonicalJSONError"]
 
 _SORTED = orjson.OPT_SORT_KEYS
 _SAFE_INT = 2**53 - 1
@@ -39,6 +41,31 @@ def canonical_json(value: Any) -> bytes:
         except orjson.JSONEncodeError:
             pass  # an int beyond 64 bits, or a type orjson does not know: the reference path decides
     return _reference(value)
+
+
+def faithful_json(value: Any) -> bytes:
+    """Deterministic JSON that keeps what canonical JSON normalises away (``1.0`` stays a float).
+
+    What procgrade stores of free-form JSON (payloads): reading it back gives the
+    same Python values, while the canonical form of those values is what is hashed.
+    """
+    try:
+        return orjson.dumps(value, option=_SORTED)
+    except orjson.JSONEncodeError:  # an int beyond 64 bits
+        return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
+                          allow_nan=False).encode()
+
+
+def parse_json(text: str | bytes) -> Any:
+    """Parse stored JSON exactly: orjson, or the standard library where an integer
+    beyond 64 bits may sit (orjson would read it as a float)."""
+    probe = text.encode() if isinstance(text, str) else text
+    if _LONG_DIGITS.search(probe) is None:
+        return orjson.loads(text)
+    return json.loads(text)
+
+
+_LONG_DIGITS = re.compile(rb"[0-9]{19}")  # -2**63 - 1 already has 19 digits
 
 
 def canonical_json_of_typed(value: dict[str, Any]) -> bytes:
@@ -59,15 +86,14 @@ def _orjson_is_canonical(value: Any) -> bool:
     stack = [value]
     while stack:
         item = stack.pop()
-        kind = type(item)
-        if kind is dict:
+        if isinstance(item, dict):
             for key in item:
                 if type(key) is not str or (not key.isascii() and max(key) > "\uffff"):
                     return False
             stack.extend(item.values())
-        elif kind is list or kind is tuple:
+        elif isinstance(item, (list, tuple)):
             stack.extend(item)
-        elif kind is float:
+        elif isinstance(item, float):
             return False
     return True
 

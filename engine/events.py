@@ -39,7 +39,12 @@ RUN_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:@/+-]{0,199}$"
 TS_PATTERN = r"^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d{1,9})?([Zz]|[+-]\d{2}:\d{2})$"
 
 Sha256Hex = Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
-NonNegative = Annotated[int, Field(ge=0)]
+# Integers and strings that land in typed columns must fit them in both databases:
+# 64-bit integers, 32-bit stage indexes, and no NUL character (PostgreSQL text cannot hold it).
+Int64 = Annotated[int, Field(ge=-(2**63), le=2**63 - 1)]
+NonNegative = Annotated[int, Field(ge=0, le=2**63 - 1)]
+StageIndex = Annotated[int, Field(ge=0, le=2**31 - 1, description="Stage or round index.")]
+ColumnText = Annotated[str, Field(pattern=r"^[^\x00]*$")]
 Text = Annotated[str, Field(max_length=10_000_000)]
 
 
@@ -60,13 +65,13 @@ class Event(_Strict):
     FREE_FORM_FIELDS: ClassVar[frozenset[str]] = frozenset()
 
     run_id: Annotated[str, Field(pattern=RUN_ID_PATTERN, description="The run (stream) this event belongs to.")]
-    seq: Annotated[int, Field(ge=0, description="Gapless position in the run, from 0.")]
-    event_id: Annotated[str, Field(min_length=1, max_length=200, description="Client id; a retried append with the same id is a no-op.")]
+    seq: Annotated[int, Field(ge=0, le=2**63 - 1, description="Gapless position in the run, from 0.")]
+    event_id: Annotated[str, Field(min_length=1, max_length=200, pattern=r"^[^\x00]*$", description="Client id; a retried append with the same id is a no-op.")]
     ts: Annotated[str | None, Field(pattern=TS_PATTERN, description="RFC 3339 time; informational only.")] = None
     kind: str
     actor: Annotated[str, Field(pattern=ACTOR_PATTERN, description="agent, subagent:<id>, harness, user, human, grader, judge, system.")]
-    stage: Annotated[int | None, Field(ge=0, description="Stage or round index.")] = None
-    parent_seq: Annotated[int | None, Field(ge=0, description="Causation: the seq of the event that caused this one.")] = None
+    stage: StageIndex | None = None
+    parent_seq: Annotated[int | None, Field(ge=0, le=2**63 - 1, description="Causation: the seq of the event that caused this one.")] = None
     payload: Annotated[dict[str, Any], Field(description="The raw source record, kept whole.")] = Field(default_factory=dict)
 
     @field_validator("parent_seq")
@@ -95,9 +100,9 @@ def event_kind(cls: type[Event]) -> type[Event]:
 
 
 class HarnessInfo(_Strict):
-    name: Annotated[str, Field(min_length=1)]
-    version: str | None = None
-    commit: str | None = None
+    name: Annotated[ColumnText, Field(min_length=1)]
+    version: ColumnText | None = None
+    commit: ColumnText | None = None
 
 
 @event_kind
@@ -108,9 +113,9 @@ class RunStarted(Event):
 
     kind: Literal["run_started"] = "run_started"
     harness: HarnessInfo
-    model: str | None = None
+    model: ColumnText | None = None
     model_settings: dict[str, Any] | None = None
-    task_id: str | None = None
+    task_id: ColumnText | None = None
     dataset_hash: str | None = None
     image: str | None = None
     labels: dict[str, str] | None = None
@@ -121,7 +126,7 @@ class StageStarted(Event):
     """A stage or round begins; ``stage`` on the envelope is its index (required here)."""
 
     kind: Literal["stage_started"] = "stage_started"
-    stage: Annotated[int, Field(ge=0, description="The stage's index.")]
+    stage: StageIndex
     spec_ref: str | None = Field(default=None, description="The stage's spec or PRD reference.")
     title: str | None = None
 
@@ -129,7 +134,7 @@ class StageStarted(Event):
 @event_kind
 class StageEnded(Event):
     kind: Literal["stage_ended"] = "stage_ended"
-    stage: Annotated[int, Field(ge=0, description="The stage's index.")]
+    stage: StageIndex
     status: Literal["completed", "failed", "aborted"] | None = None
 
 
@@ -153,8 +158,8 @@ class Message(Event):
 @event_kind
 class Command(Event):
     kind: Literal["command"] = "command"
-    command: Text
-    exit_code: int | None = None
+    command: Annotated[ColumnText, Field(max_length=10_000_000)]
+    exit_code: Int64 | None = None
     duration_ms: NonNegative | None = None
     output_sha256: Sha256Hex | None = None
     cwd: str | None = None
@@ -163,13 +168,13 @@ class Command(Event):
 @event_kind
 class FileRead(Event):
     kind: Literal["file_read"] = "file_read"
-    path: Annotated[str, Field(min_length=1)]
+    path: Annotated[ColumnText, Field(min_length=1)]
 
 
 @event_kind
 class FileEdit(Event):
     kind: Literal["file_edit"] = "file_edit"
-    path: Annotated[str, Field(min_length=1)]
+    path: Annotated[ColumnText, Field(min_length=1)]
     edit_kind: Literal["create", "modify", "delete", "rename"]
     diff_sha256: Sha256Hex | None = None
     new_path: str | None = Field(default=None, description="Target path of a rename.")
@@ -181,12 +186,12 @@ class TestRun(Event):
 
     __test__ = False  # not a pytest test class
     kind: Literal["test_run"] = "test_run"
-    command: Text | None = None
+    command: Annotated[ColumnText, Field(max_length=10_000_000)] | None = None
     passed: NonNegative | None = None
     failed: NonNegative | None = None
     errored: NonNegative | None = None
     skipped: NonNegative | None = None
-    exit_code: int | None = None
+    exit_code: Int64 | None = None
     duration_ms: NonNegative | None = None
     output_sha256: Sha256Hex | None = None
 
@@ -194,7 +199,7 @@ class TestRun(Event):
 @event_kind
 class Delegation(Event):
     kind: Literal["delegation"] = "delegation"
-    worker_id: Annotated[str, Field(min_length=1)]
+    worker_id: Annotated[ColumnText, Field(min_length=1)]
     instruction: Text
     context: list[str] | None = Field(default=None, description="Paths and specs handed to the worker.")
 
@@ -202,7 +207,7 @@ class Delegation(Event):
 @event_kind
 class WorkerReport(Event):
     kind: Literal["worker_report"] = "worker_report"
-    worker_id: Annotated[str, Field(min_length=1)]
+    worker_id: Annotated[ColumnText, Field(min_length=1)]
     text: Text
     status: Literal["success", "failure", "partial"] | None = None
     evidence: list[str] | None = Field(default=None, description="Primary evidence the report cites (paths).")
@@ -211,22 +216,22 @@ class WorkerReport(Event):
 @event_kind
 class JobStarted(Event):
     kind: Literal["job_started"] = "job_started"
-    job_id: Annotated[str, Field(min_length=1)]
-    command: Text | None = None
+    job_id: Annotated[ColumnText, Field(min_length=1)]
+    command: Annotated[ColumnText, Field(max_length=10_000_000)] | None = None
 
 
 @event_kind
 class JobPolled(Event):
     kind: Literal["job_polled"] = "job_polled"
-    job_id: Annotated[str, Field(min_length=1)]
+    job_id: Annotated[ColumnText, Field(min_length=1)]
     status: Literal["running", "finished", "unknown"] | None = None
 
 
 @event_kind
 class JobFinished(Event):
     kind: Literal["job_finished"] = "job_finished"
-    job_id: Annotated[str, Field(min_length=1)]
-    exit_code: int | None = None
+    job_id: Annotated[ColumnText, Field(min_length=1)]
+    exit_code: Int64 | None = None
     output_sha256: Sha256Hex | None = None
 
 

@@ -40,19 +40,24 @@ class IngestReport:
 
 
 def ingest_native(store: EventStore, paths: Sequence[Path | str], *, seal: bool = False) -> list[IngestReport]:
-    """Ingest native JSONL files: all runs of all files, or nothing."""
-    with _no_cyclic_gc():
-        batches: list[RunEvents] = []
+    """Ingest native JSONL files: all runs of all files, or nothing.
+
+    Files are read one at a time inside one write transaction, so memory holds one
+    file's events, and a bad line in the last file still leaves nothing written.
+    """
+    reports: list[IngestReport] = []
+    with _no_cyclic_gc(), store.writer() as writer:
         for path in paths:
-            batches.extend(read_native(path))
-        try:
-            results = store.append_runs([(b.run_id, b.events) for b in batches if b.events], seal=seal)
-        except StoreError as exc:
-            raise _locate(exc, batches) from exc
-    return [
-        IngestReport(b.source, b.run_id, len(b.events), b.duplicates_skipped, result)
-        for b, result in zip(batches, results)
-    ]
+            batches = read_native(path)
+            for batch in batches:
+                try:
+                    result = writer.append(batch.run_id, batch.events, seal=seal)
+                except StoreError as exc:
+                    raise _locate(exc, batches) from exc
+                reports.append(IngestReport(batch.source, batch.run_id, len(batch.events),
+                                            batch.duplicates_skipped, result))
+            del batches
+    return reports
 
 
 @contextlib.contextmanager

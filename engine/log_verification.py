@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from pydantic import ValidationError
 
-from engine.canonical import sha256_hex
+from engine.canonical import canonical_json, sha256_hex
 from engine.chain import GENESIS, link
 from engine.facts import FACT_COLUMNS, extract_facts
 from engine.store import EventStore
@@ -56,7 +56,7 @@ def verify_log(store: EventStore, run_id: str, *, max_problems: int = 20) -> Log
             report.problems.append(f"seq {seq}: stored row is not a valid event: {exc}")
             prev = row[-1]
             continue
-        payload_sha = sha256_hex(row[-3].encode())
+        payload_sha = sha256_hex(canonical_json(event.payload))
         if payload_sha != row[-2]:
             report.problems.append(f"seq {seq}: payload does not match its stored sha256")
         if tuple(row[_FACTS]) != extract_facts(event):
@@ -69,8 +69,11 @@ def verify_log(store: EventStore, run_id: str, *, max_problems: int = 20) -> Log
         if info.sealed and report.events_checked == info.sealed_event_count and prev != info.sealed_head_hash:
             report.problems.append(f"seq {seq}: recomputed hash differs from the sealed head hash")
     report.head_hash = prev if report.events_checked else None
-    if report.events_checked != info.event_count:
-        report.problems.append(f"run records {info.event_count} events, {report.events_checked} are stored")
+    if expected_seq < info.event_count:
+        missing = f"seq {expected_seq}" if expected_seq == info.event_count - 1 else f"seqs {expected_seq}..{info.event_count - 1}"
+        report.problems.append(f"{missing}: missing (the run records {info.event_count} events, {expected_seq} are stored)")
+    elif expected_seq > info.event_count:
+        report.problems.append(f"seq {info.event_count}: stored beyond the run's recorded {info.event_count} events")
     if info.event_count and report.head_hash != info.head_hash:
         report.problems.append(f"recomputed head {str(report.head_hash)[:12]} differs from recorded head {str(info.head_hash)[:12]}")
     return report

@@ -9,6 +9,8 @@ identical repeated line (a retried write) is skipped and counted.
 
 from __future__ import annotations
 
+import json
+import math
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -93,24 +95,31 @@ def parse_native_lines(source: str, lines: Iterable[bytes]) -> list[RunEvents]:
 
 
 def dump_native(events: Iterable[Event]) -> Iterator[bytes]:
-    """Native JSONL lines (canonical JSON, ``None`` left out) for ``events``."""
-    from engine.canonical import canonical_json
+    """Native JSONL lines for ``events``: sorted keys, ``None`` left out, values type-faithful
+    (a float stays a float), so re-ingesting them stores the very same rows."""
+    from engine.canonical import faithful_json
 
     for event in events:
-        yield canonical_json(event.model_dump(mode="json", exclude_none=True)) + b"\n"
+        yield faithful_json(event.model_dump(mode="json", exclude_none=True)) + b"\n"
 
 
-# pydantic's parser takes NaN and Infinity into free-form fields; they are not JSON (RFC 8259)
-# and have no canonical form. A cheap byte search finds candidates; orjson, which refuses
-# them, decides (the words may just sit inside a string).
-_NON_JSON_NUMBER = re.compile(rb"NaN|Infinity")
+# pydantic's parser takes NaN, Infinity and overflowing numbers (1e400) into free-form
+# fields as non-finite floats; none is JSON (RFC 8259) or has a canonical form. A cheap
+# byte search finds candidates (they may just sit inside a string); a strict parse decides.
+_NON_JSON_NUMBER = re.compile(rb"NaN|Infinity|[0-9][eE][+]?[0-9]{3}|[0-9]{309}")
 
 
 def _refuse_non_json_numbers(source: str, number: int, raw: bytes) -> None:
-    try:
-        orjson.loads(raw)
-    except orjson.JSONDecodeError as exc:
-        raise InputError(source, number, None, f"invalid JSON: {exc} (NaN and Infinity are not JSON)") from None
+    def refuse(token: str) -> None:
+        raise InputError(source, number, None, f"invalid JSON: number {token} is not finite JSON")
+
+    def finite(token: str) -> float:
+        value = float(token)
+        if math.isinf(value):
+            refuse(token)
+        return value
+
+    json.loads(raw, parse_constant=refuse, parse_float=finite)
 
 
 def _check_utf8(source: str, number: int, raw: bytes) -> None:

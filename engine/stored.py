@@ -12,9 +12,7 @@ from __future__ import annotations
 import operator
 from typing import Any, NamedTuple
 
-import orjson
-
-from engine.canonical import canonical_json, canonical_json_of_typed, sha256_hex
+from engine.canonical import canonical_json, canonical_json_of_typed, faithful_json, parse_json, sha256_hex
 from engine.chain import link
 from engine.events import Event, event_adapter
 from engine.facts import FACT_COLUMNS, extract_facts
@@ -59,11 +57,22 @@ class StoredEvent(NamedTuple):
 
 
 def _header(event: Event) -> tuple[dict[str, Any], bytes, str]:
-    """(header dict, canonical payload bytes, payload sha256) of ``event``."""
+    """(header dict, payload bytes to store, payload sha256) of ``event``.
+
+    The sha256 is over the payload's canonical JSON. What is stored is that same
+    text when it is faithful (no floats, which canonical JSON may turn into ints),
+    else a deterministic type-faithful dump, so reading it back loses nothing.
+    """
     header = event.model_dump(exclude_none=True)
-    payload = canonical_json(header.pop("payload"))
-    header["payload_sha256"] = payload_sha = sha256_hex(payload)
-    return header, payload, payload_sha
+    payload = header.pop("payload")
+    canonical = canonical_json(payload)
+    header["payload_sha256"] = payload_sha = sha256_hex(canonical)
+    stored = canonical if _is_faithful(canonical, payload) else faithful_json(payload)
+    return header, stored, payload_sha
+
+
+def _is_faithful(canonical: bytes, value: Any) -> bool:
+    return canonical == faithful_json(value) if _may_hold_floats(canonical) else True
 
 
 def _canonical(event: Event, fields: dict[str, Any]) -> bytes:
@@ -71,6 +80,11 @@ def _canonical(event: Event, fields: dict[str, Any]) -> bytes:
     if event.FREE_FORM_FIELDS:
         return canonical_json(fields)
     return canonical_json_of_typed(fields)
+
+
+def _may_hold_floats(text: bytes) -> bool:
+    """Cheap pre-check: a canonical text without '.', 'e' or 'E' holds no float."""
+    return b"." in text or b"e" in text or b"E" in text
 
 
 def header_bytes(event: Event) -> bytes:
@@ -82,7 +96,8 @@ def to_stored(event: Event, prev_hash: str) -> StoredEvent:
     """The row for ``event`` chained after ``prev_hash``."""
     header, payload, payload_sha = _header(event)
     event_hash = link(prev_hash, _canonical(event, header))
-    facts = _canonical(event, {k: v for k, v in header.items() if k not in _NOT_FACTS})
+    fact_fields = {k: v for k, v in header.items() if k not in _NOT_FACTS}
+    facts = faithful_json(fact_fields) if event.FREE_FORM_FIELDS else canonical_json_of_typed(fact_fields)
     return StoredEvent(
         _envelope_of(event) + extract_facts(event) + (facts.decode(), payload.decode(), payload_sha, event_hash)
     )
@@ -91,6 +106,6 @@ def to_stored(event: Event, prev_hash: str) -> StoredEvent:
 def to_event(row: tuple[Any, ...]) -> Event:
     """Rebuild the validated model from a stored row (raises pydantic.ValidationError)."""
     record: dict[str, Any] = {name: value for name, value in zip(_ENVELOPE, row) if value is not None}
-    record.update(orjson.loads(row[-4]))
-    record["payload"] = orjson.loads(row[-3])
+    record.update(parse_json(row[-4]))
+    record["payload"] = parse_json(row[-3])
     return event_adapter().validate_python(record)

@@ -100,18 +100,15 @@ class EventStore:
         self, batches: Sequence[tuple[str, Sequence[Event]]], *, seal: bool = False
     ) -> list[AppendResult]:
         """Append several runs' events in one transaction: all of them, or none."""
-        owners: dict[str, tuple[str, int]] = {}
-        for run_id, events in batches:
-            _check_consecutive(run_id, events)
-            for event in events:
-                owner = owners.setdefault(event.event_id, (run_id, event.seq))
-                if owner != (run_id, event.seq):
-                    raise EventIdConflictError(
-                        f"run {run_id}: event_id {event.event_id!r} at seq {event.seq} is also given "
-                        f"to run {owner[0]} seq {owner[1]}", run_id=run_id, seq=event.seq,
-                    )
+        with self.writer() as writer:
+            return [writer.append(run_id, events, seal=seal) for run_id, events in batches]
+
+    @contextlib.contextmanager
+    def writer(self) -> Iterator["RunWriter"]:
+        """One write transaction for many appends: committed when the block ends, rolled
+        back (nothing written) if it raises. Lets a caller stream input run by run."""
         with self._write_transaction() as tx:
-            return [self._append_in(tx, run_id, events, seal) for run_id, events in batches]
+            yield RunWriter(self, tx)
 
     def _append_in(self, tx: Any, run_id: str, events: Sequence[Event], seal: bool) -> AppendResult:
         info = self._lock_run(tx, run_id)
@@ -292,6 +289,26 @@ class EventStore:
             sets += ["sealed_event_count = ?", "sealed_head_hash = ?"]
             params += [count, head or GENESIS]
         tx.execute(self._sql(f"UPDATE runs SET {', '.join(sets)} WHERE run_id = ?"), (*params, run_id))
+
+
+class RunWriter:
+    """Appends within one open transaction (see :meth:`EventStore.writer`)."""
+
+    def __init__(self, store: EventStore, tx: Any) -> None:
+        self._store, self._tx = store, tx
+        self._owners: dict[str, tuple[str, int]] = {}
+
+    def append(self, run_id: str, events: Sequence[Event], *, seal: bool = False) -> AppendResult:
+        _check_consecutive(run_id, events)
+        owners = self._owners
+        for event in events:
+            owner = owners.setdefault(event.event_id, (run_id, event.seq))
+            if owner != (run_id, event.seq):
+                raise EventIdConflictError(
+                    f"run {run_id}: event_id {event.event_id!r} at seq {event.seq} is also given "
+                    f"to run {owner[0]} seq {owner[1]}", run_id=run_id, seq=event.seq,
+                )
+        return self._store._append_in(self._tx, run_id, events, seal)
 
 
 def _check_consecutive(run_id: str, events: Sequence[Event]) -> None:
