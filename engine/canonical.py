@@ -23,7 +23,7 @@ from typing import Any
 import orjson
 import rfc8785
 
-__all__ = ["canonical_json", "canonical_json_of_typed", "faithful_json", "parse_json", "sha256_hex", "CanonicalJSONError"]
+__all__ = ["canonical_json", "canonical_and_faithful", "canonical_json_of_typed", "faithful_json", "parse_json", "sha256_hex", "CanonicalJSONError"]
 
 _SORTED = orjson.OPT_SORT_KEYS
 _SAFE_INT = 2**53 - 1
@@ -41,6 +41,18 @@ def canonical_json(value: Any) -> bytes:
         except orjson.JSONEncodeError:
             pass  # an int beyond 64 bits, or a type orjson does not know: the reference path decides
     return _reference(value)
+
+
+def canonical_and_faithful(value: Any) -> tuple[bytes, bytes]:
+    """(canonical JSON, faithful JSON) of ``value``, the same bytes twice when they agree.
+
+    They agree unless the value holds a float (canonical JSON writes ``1.0`` as ``1``)
+    or an object key outside the BMP (only the key order differs).
+    """
+    if _orjson_is_canonical(value):
+        canonical = canonical_json(value)
+        return canonical, canonical
+    return _reference(value), faithful_json(value)
 
 
 def faithful_json(value: Any) -> bytes:

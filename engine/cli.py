@@ -14,7 +14,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from engine.errors import InputError, ProcgradeError
+from engine.errors import InputError, ProcgradeError, StoreError
 from engine.store import DEFAULT_DB, EventStore, open_store
 
 app = typer.Typer(
@@ -185,6 +185,9 @@ def main() -> None:
         app()
     except InputError as exc:
         err.print(str(exc), markup=False)
+        sys.exit(1)
+    except StoreError as exc:
+        err.print(str(exc) if exc.located else f"procgrade: {exc}", markup=False)
         sys.exit(1)
     except ProcgradeError as exc:
         err.print(f"procgrade: {exc}", markup=False)

@@ -34,6 +34,9 @@ class StoreError(ProcgradeError):
     def __init__(self, message: str, *, run_id: str | None = None, seq: int | None = None) -> None:
         super().__init__(message)
         self.run_id, self.seq = run_id, seq
+        #: True when the message starts with the input's ``FILE:LINE: field:``.
+        self.located = False
+        self.cause: StoreError | None = None
 
 
 class SchemaNotReadyError(StoreError):

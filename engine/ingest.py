@@ -73,20 +73,16 @@ def _no_cyclic_gc() -> Iterator[None]:
             gc.enable()
 
 
-def _locate(exc: StoreError, batches: list[RunEvents]) -> LocatedStoreError:
-    """The store's error, prefixed with the file and line of the event it is about."""
+def _locate(exc: StoreError, batches: list[RunEvents]) -> StoreError:
+    """The store's error, of the same class, prefixed with ``FILE:LINE: seq:`` of the event
+    it is about (the original is kept as ``cause``)."""
+    place = ""
     for batch in batches:
         if batch.run_id == exc.run_id and exc.seq is not None and batch.events:
-            first = batch.events[0].seq
-            if first <= exc.seq <= batch.events[-1].seq:
-                return LocatedStoreError(exc, f"{batch.source}:{batch.line_of(exc.seq)}: seq: ")
-    return LocatedStoreError(exc, "")
-
-
-class LocatedStoreError(StoreError):
-    """A store error located in the input as ``FILE:LINE: seq:`` (the original is ``cause``)."""
-
-    def __init__(self, cause: StoreError, place: str) -> None:
-        super().__init__(f"{place}{cause}", run_id=cause.run_id, seq=cause.seq)
-        self.cause = cause
-
+            if batch.events[0].seq <= exc.seq <= batch.events[-1].seq:
+                place = f"{batch.source}:{batch.line_of(exc.seq)}: seq: "
+                break
+    located = type(exc)(f"{place}{exc}", run_id=exc.run_id, seq=exc.seq)
+    located.cause = exc
+    located.located = bool(place)
+    return located

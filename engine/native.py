@@ -106,7 +106,7 @@ def dump_native(events: Iterable[Event]) -> Iterator[bytes]:
 # pydantic's parser takes NaN, Infinity and overflowing numbers (1e400) into free-form
 # fields as non-finite floats; none is JSON (RFC 8259) or has a canonical form. A cheap
 # byte search finds candidates (they may just sit inside a string); a strict parse decides.
-_NON_JSON_NUMBER = re.compile(rb"NaN|Infinity|[0-9][eE][+]?[0-9]{3}|[0-9]{309}")
+_NON_JSON_NUMBER = re.compile(rb"NaN|Infinity|[0-9][eE][+]?[0-9]{3}|[0-9]{17}[0-9.]*[eE]|[0-9]{309}")
 
 
 def _refuse_non_json_numbers(source: str, number: int, raw: bytes) -> None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import operator
 from typing import Any, NamedTuple
 
-from engine.canonical import canonical_json, canonical_json_of_typed, faithful_json, parse_json, sha256_hex
+from engine.canonical import canonical_and_faithful, canonical_json, canonical_json_of_typed, faithful_json, parse_json, sha256_hex
 from engine.chain import link
 from engine.events import Event, event_adapter
 from engine.facts import FACT_COLUMNS, extract_facts
@@ -64,15 +64,9 @@ def _header(event: Event) -> tuple[dict[str, Any], bytes, str]:
     else a deterministic type-faithful dump, so reading it back loses nothing.
     """
     header = event.model_dump(exclude_none=True)
-    payload = header.pop("payload")
-    canonical = canonical_json(payload)
+    canonical, stored = canonical_and_faithful(header.pop("payload"))
     header["payload_sha256"] = payload_sha = sha256_hex(canonical)
-    stored = canonical if _is_faithful(canonical, payload) else faithful_json(payload)
     return header, stored, payload_sha
-
-
-def _is_faithful(canonical: bytes, value: Any) -> bool:
-    return canonical == faithful_json(value) if _may_hold_floats(canonical) else True
 
 
 def _canonical(event: Event, fields: dict[str, Any]) -> bytes:
@@ -80,11 +74,6 @@ def _canonical(event: Event, fields: dict[str, Any]) -> bytes:
     if event.FREE_FORM_FIELDS:
         return canonical_json(fields)
     return canonical_json_of_typed(fields)
-
-
-def _may_hold_floats(text: bytes) -> bool:
-    """Cheap pre-check: a canonical text without '.', 'e' or 'E' holds no float."""
-    return b"." in text or b"e" in text or b"E" in text
 
 
 def header_bytes(event: Event) -> bytes:
