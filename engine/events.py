@@ -210,7 +210,7 @@ class WorkerReport(Event):
     worker_id: Annotated[ColumnText, Field(min_length=1)]
     text: Text
     status: Literal["success", "failure", "partial"] | None = None
-    evidence: list[str] | None = Field(default=None, description="Primary evidence the report cites (paths).")
+    evidence: list[ColumnText] | None = Field(default=None, description="Evidence the report cites (paths), primary first.")
 
 
 @event_kind
@@ -218,6 +218,7 @@ class JobStarted(Event):
     kind: Literal["job_started"] = "job_started"
     job_id: Annotated[ColumnText, Field(min_length=1)]
     command: Annotated[ColumnText, Field(max_length=10_000_000)] | None = None
+    output_path: ColumnText | None = Field(default=None, description="Where the job writes its result.")
 
 
 @event_kind
@@ -232,6 +233,7 @@ class JobFinished(Event):
     kind: Literal["job_finished"] = "job_finished"
     job_id: Annotated[ColumnText, Field(min_length=1)]
     exit_code: Int64 | None = None
+    output_path: ColumnText | None = Field(default=None, description="Where the job wrote its result.")
     output_sha256: Sha256Hex | None = None
 
 

@@ -32,6 +32,7 @@ EXTRACTOR_VERSION = "1"
 #: Column name -> SQL type family ("text" or "int"). Order is the column order in the store.
 FACT_COLUMNS: dict[str, str] = {
     "path": "text",
+    "edit_kind": "text",
     "command": "text",
     "cmd_hash": "text",
     "exit_code": "int",
@@ -97,10 +98,9 @@ def _exit_outcome_of(event: Any) -> str | None:
     return _exit_outcome(event.exit_code)
 
 
-_by_path = _extractor(path=lambda e: e.path)
 _EXTRACTORS: dict[type[Event], Any] = {
-    FileRead: _by_path,
-    FileEdit: _by_path,
+    FileRead: _extractor(path=lambda e: e.path),
+    FileEdit: _extractor(path=lambda e: e.path, edit_kind=lambda e: e.edit_kind),
     Command: _extractor(command=lambda e: e.command, cmd_hash=_hash_of_command,
                         exit_code=lambda e: e.exit_code, outcome=_exit_outcome_of),
     TestRun: _extractor(command=lambda e: e.command, cmd_hash=_hash_of_command, exit_code=lambda e: e.exit_code,
@@ -108,10 +108,14 @@ _EXTRACTORS: dict[type[Event], Any] = {
                         tests_errored=lambda e: e.errored),
     Message: _extractor(intent=lambda e: e.intent),
     Delegation: _extractor(worker_id=lambda e: e.worker_id, context_count=lambda e: len(e.context or ())),
-    WorkerReport: _extractor(worker_id=lambda e: e.worker_id, outcome=lambda e: e.status),
-    JobStarted: _extractor(job_id=lambda e: e.job_id, command=lambda e: e.command, cmd_hash=_hash_of_command),
+    # The report's primary evidence (the first path it cites) is what must be re-read.
+    WorkerReport: _extractor(worker_id=lambda e: e.worker_id, outcome=lambda e: e.status,
+                             path=lambda e: e.evidence[0] if e.evidence else None),
+    JobStarted: _extractor(job_id=lambda e: e.job_id, command=lambda e: e.command, cmd_hash=_hash_of_command,
+                           path=lambda e: e.output_path),
     JobPolled: _extractor(job_id=lambda e: e.job_id),
-    JobFinished: _extractor(job_id=lambda e: e.job_id, exit_code=lambda e: e.exit_code, outcome=_exit_outcome_of),
+    JobFinished: _extractor(job_id=lambda e: e.job_id, exit_code=lambda e: e.exit_code, outcome=_exit_outcome_of,
+                            path=lambda e: e.output_path),
 }
 
 
