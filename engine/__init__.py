@@ -22,7 +22,7 @@ from engine.log_verification import LogVerification, verify_log
 from engine.native import dump_native, read_native
 from engine.store import AppendResult, EventStore, RunInfo, init_database, open_store
 
-__version__ = "0.1.0"
+from engine.version import __version__  # noqa: E402
 
 __all__ = [
     "AnyEvent",

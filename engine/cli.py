@@ -38,7 +38,7 @@ DbOption = Annotated[
 
 def _print_version(value: bool) -> None:
     if value:
-        from engine import __version__
+        from engine.version import __version__
         from engine.facts import EXTRACTOR_VERSION
 
         out.print(f"procgrade {__version__} (fact extractor {EXTRACTOR_VERSION})")
@@ -170,6 +170,110 @@ def seal(run_id: Annotated[str, typer.Argument(help="The run.")], db: DbOption =
     with _store(db) as store:
         info = store.seal(run_id)
     out.print(f"{run_id}: sealed at {info.sealed_event_count} events, head {info.sealed_head_hash}")
+
+
+RulesOption = Annotated[
+    Optional[Path],
+    typer.Option("--rules", help="Rule set file (default: the built-in rules/sets/default.yaml)."),
+]
+
+
+@app.command()
+def score(
+    run_ids: Annotated[list[str], typer.Argument(help="Runs to score.", show_default=False)],
+    rules: RulesOption = None,
+    db: DbOption = DEFAULT_DB,
+) -> None:
+    """Score runs with a rule set and store the score documents (identical re-scores are no-ops)."""
+    from engine.rescoring import score_runs
+    from rules.loading import load_ruleset
+
+    ruleset = load_ruleset(rules)
+    with _store(db) as store:
+        outcomes = score_runs(store, run_ids, ruleset)
+    _print_scores(outcomes, ruleset.name)
+
+
+def _print_scores(outcomes: list, ruleset_name: str) -> None:
+    from engine.scoring import display
+
+    table = Table("run", "events", "violations", "process score", "exact", "stored",
+                  title=f"rule set {ruleset_name}")
+    for outcome in outcomes:
+        doc = outcome.document
+        violations = sum(rule["violated"] for rule in doc.body["rules"])
+        exact = "-" if doc.process_score is None else f"{doc.process_score.numerator}/{doc.process_score.denominator}"
+        table.add_row(Text(doc.run_id), str(doc.run_event_count), str(violations), display(doc.process_score),
+                      exact, "new" if outcome.written else "already stored")
+    out.print(table)
+    if outcomes:
+        out.print(f"rule set hash {outcomes[0].document.ruleset_hash}")
+
+
+@app.command()
+def rescore(
+    all_runs: Annotated[bool, typer.Option("--all", help="Re-score every stored run.")] = False,
+    rules: RulesOption = None,
+    workers: Annotated[int, typer.Option("--workers", min=1, help="Processes to score with; output does not depend on it.")] = 1,
+    db: DbOption = DEFAULT_DB,
+) -> None:
+    """Re-score stored runs; a new rule set adds scores and never replaces old ones."""
+    from rich.progress import Progress
+
+    from engine.rescoring import score_runs
+    from rules.loading import load_ruleset
+
+    if not all_runs:
+        _fail("procgrade: say which runs: --all (or use `procgrade score RUN...`)", 2)
+    ruleset = load_ruleset(rules)
+    with _store(db) as store:
+        run_ids = [info.run_id for info in store.runs()]
+        with Progress(console=err, transient=True) as progress:
+            task = progress.add_task("scoring", total=len(run_ids))
+            outcomes = score_runs(store, run_ids, ruleset, workers=workers,
+                                  progress=lambda _run: progress.advance(task))
+    _print_scores(outcomes, ruleset.name)
+
+
+@app.command("verify")
+def verify_command(
+    run_ids: Annotated[Optional[list[str]], typer.Argument(help="Runs whose stored scores to check (default: all).")] = None,
+    db: DbOption = DEFAULT_DB,
+) -> None:
+    """Recompute every stored score and byte-compare; exit 1 naming any drift."""
+    from engine.rescoring import verify_scores
+
+    with _store(db) as store:
+        checked, drifts = verify_scores(store, run_ids)
+    for drift in drifts:
+        err.print(f"{drift.run_id}: rule set {drift.ruleset_hash[:16]}: {drift.reason}", markup=False)
+    if drifts:
+        _fail(f"procgrade: {len(drifts)} of {checked} stored scores drifted")
+    out.print(f"{checked} stored scores reproduce byte for byte")
+
+
+@app.command()
+def explain(
+    run_id: Annotated[str, typer.Argument(help="The run.")],
+    rules: RulesOption = None,
+    show_all: Annotated[bool, typer.Option("--all", help="Also list fulfilled and vacuous activations.")] = False,
+    db: DbOption = DEFAULT_DB,
+) -> None:
+    """Per rule: the verdicts on a run, with the events each one cites."""
+    from engine.explanation import explain_run
+
+    with _store(db) as store:
+        explanation = explain_run(store, run_id, rules, show_all=show_all)
+    for line in explanation:
+        out.print(line)
+
+
+@schema_app.command("rules")
+def schema_rules() -> None:
+    """The JSON Schema of a rule set file."""
+    from rules.model import ruleset_json_schema
+
+    sys.stdout.buffer.write(orjson.dumps(ruleset_json_schema(), option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS) + b"\n")
 
 
 @schema_app.command("events")

@@ -12,6 +12,7 @@ __all__ = [
     "EventIdConflictError",
     "RunSealedError",
     "UnknownRunError",
+    "ScoreDriftError",
 ]
 
 
@@ -61,3 +62,7 @@ class RunSealedError(StoreError):
 
 class UnknownRunError(StoreError):
     """No run with that id is stored."""
+
+
+class ScoreDriftError(ConflictError):
+    """A recomputed score document differs from the stored one for the same inputs."""

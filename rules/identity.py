@@ -17,19 +17,34 @@ from rules.monitor import SEMANTICS_VERSION
 
 __all__ = ["normalised_rule", "rule_hash", "ruleset_document", "ruleset_hash"]
 
-# Keys whose list values are sets (their order carries no meaning).
-_SET_LISTS = {"kind", "actor", "present", "absent", "checks"}
+_SET_KEYS = {"kind", "actor", "present", "absent", "checks"}
+_ROLE_KEYS = {"activation", "target", "reset", "deadline", "match", "require"}
+
+
+def _as_sorted_set(value: Any) -> list[Any]:
+    items = value if isinstance(value, list) else [value]
+    return sorted(set(items), key=canonical_json)
 
 
 def _normalise(value: Any, key: str | None = None) -> Any:
+    """One spelling per meaning: scalars where lists are allowed become one-item lists,
+    set-like lists are sorted, predicate lists (any-of) are sorted, and the correlation
+    shorthand is expanded."""
+    if key in _SET_KEYS and value is not None:
+        return _as_sorted_set(value)
+    if key in ("equals", "prefix"):
+        return {column: _as_sorted_set(wanted) for column, wanted in value.items()}
+    if key in _ROLE_KEYS and value is not None:
+        predicates = value if isinstance(value, list) else [value]
+        return sorted((_normalise(p) for p in predicates), key=canonical_json)
+    if key == "correlate" and value is not None:
+        corr = {"activation": value, "target": None, "reset": None} if isinstance(value, str) else dict(value)
+        corr["target"] = corr.get("target") or corr["activation"]
+        return corr
+    if key == "compare":
+        return sorted((_normalise(c) for c in value), key=canonical_json)
     if isinstance(value, dict):
         return {k: _normalise(v, k) for k, v in value.items()}
-    if isinstance(value, list):
-        items = [_normalise(v) for v in value]
-        if key in _SET_LISTS or key in ("equals", "prefix") or all(not isinstance(i, (dict, list)) for i in items):
-            return sorted(set(items), key=lambda i: canonical_json(i))
-        # lists of predicates (any-of) and comparisons: order-free as well
-        return sorted(items, key=canonical_json)
     return value
 
 

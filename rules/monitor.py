@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from rules.model import (
     AbsenceRule,
@@ -43,7 +43,7 @@ from rules.model import (
 )
 from rules.predicates import COLUMN, SEQ, STAGE, compile_any, kinds_of
 
-__all__ = ["Finding", "SEMANTICS_VERSION", "evaluate", "RunMonitor", "MAX_CITED"]
+__all__ = ["Finding", "Tally", "SEMANTICS_VERSION", "evaluate", "RunMonitor", "MAX_CITED"]
 
 #: Bumped whenever any template's meaning changes; part of every rule-set hash.
 SEMANTICS_VERSION = "1"
@@ -54,16 +54,25 @@ FULFILLED, VIOLATED, VACUOUS = "fulfilled", "violated", "vacuous"
 _ALL = "*"  # dispatch key for templates that watch every event
 
 
-@dataclass(frozen=True, slots=True)
-class Finding:
+class Finding(NamedTuple):
+    """One activation's verdict and the seqs that decided it (ascending)."""
+
     rule: str
     verdict: str
     seq: int | None
     stage: int | None
     cited: tuple[int, ...]
 
-    def sort_key(self) -> tuple[int, int, int]:
-        return (-1 if self.seq is None else self.seq, -1 if self.stage is None else self.stage, 0)
+    def sort_key(self) -> tuple[int, int]:
+        return (-1 if self.seq is None else self.seq, -1 if self.stage is None else self.stage)
+
+
+@dataclass
+class Tally:
+    """A rule's result when only the score is wanted: counts, and the violations in full."""
+
+    fulfilled: int = 0
+    vacuous: int = 0
 
 
 class _Monitor:
@@ -74,6 +83,7 @@ class _Monitor:
         self.id = rule.id
         self.stage_scoped = rule.scope == "stage"
         self.findings: list[Finding] = []
+        self.tally: Tally | None = None  # set by RunMonitor(detail=False): count, do not keep
 
     def partition(self, row: tuple[Any, ...]) -> tuple[bool, Any]:
         """(in scope, partition key) of ``row``."""
@@ -83,8 +93,16 @@ class _Monitor:
         return True, None
 
     def emit(self, verdict: str, seq: int | None, stage: Any, *cited: int | None) -> None:
+        """Record a verdict; ``cited`` is given in ascending order (None entries are dropped)."""
+        tally = self.tally
+        if tally is not None and verdict != VIOLATED:
+            if verdict == FULFILLED:
+                tally.fulfilled += 1
+            else:
+                tally.vacuous += 1
+            return
         self.findings.append(Finding(self.id, verdict, seq, stage if self.stage_scoped else None,
-                                     tuple(sorted(c for c in cited if c is not None))))
+                                     tuple(c for c in cited if c is not None)))
 
     def kinds(self) -> set[str]:
         raise NotImplementedError
@@ -374,7 +392,8 @@ class _NotCoexistence(_Monitor):
             if a is None and b is None:
                 self.emit(VACUOUS, None, part)
             else:
-                self.emit(VIOLATED if a is not None and b is not None else FULFILLED, None, part, a, b)
+                cited = sorted(s for s in (a, b) if s is not None)
+                self.emit(VIOLATED if a is not None and b is not None else FULFILLED, None, part, *cited)
 
 
 class _Satisfies(_Monitor):
@@ -411,8 +430,13 @@ def _monitor_for(rule: Any) -> _Monitor:
 class RunMonitor:
     """All rules of a set over one run: feed rows in seq order, then :meth:`finish`."""
 
-    def __init__(self, ruleset: RuleSet) -> None:
+    def __init__(self, ruleset: RuleSet, *, detail: bool = True) -> None:
+        """With ``detail`` False only violations are kept as findings; fulfilled and vacuous
+        activations are counted (see :meth:`tallies`), which is all a score needs."""
         self.monitors = [_monitor_for(rule) for rule in ruleset.rules]
+        if not detail:
+            for monitor in self.monitors:
+                monitor.tally = Tally()
         dispatch: dict[str, list[Any]] = {}
         watch_all: list[Any] = []
         for monitor in self.monitors:
@@ -442,6 +466,11 @@ class RunMonitor:
             monitor.finish()
             result[monitor.id] = sorted(monitor.findings, key=Finding.sort_key)
         return result
+
+
+    def tallies(self) -> dict[str, Tally]:
+        """Counts of fulfilled and vacuous activations per rule (``detail=False`` only)."""
+        return {m.id: m.tally for m in self.monitors if m.tally is not None}
 
 
 def evaluate(ruleset: RuleSet, rows: Iterable[tuple[Any, ...]]) -> dict[str, list[Finding]]:

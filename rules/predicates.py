@@ -42,11 +42,8 @@ _OPS: dict[str, Callable[[int, int], bool]] = {
 }
 
 
-def compile_predicate(predicate: Predicate, default_actor: str) -> RowCheck:
-    """A function row -> bool that holds when ``predicate`` matches the row."""
-    kinds = frozenset(predicate.kinds())
-    actors = predicate.actors(default_actor)
-    actor_cache: dict[str, bool] = {}
+def _conditions(predicate: Predicate) -> tuple[RowCheck, ...]:
+    """The column conditions of ``predicate`` (beyond kind and actor), as row checks."""
     checks: list[RowCheck] = []
     for column, wanted in sorted(predicate.equals.items()):
         index = COLUMN[column]
@@ -63,32 +60,70 @@ def compile_predicate(predicate: Predicate, default_actor: str) -> RowCheck:
     for comparison in predicate.compare:
         op, value, index = _OPS[comparison.op], comparison.value, COLUMN[comparison.field]
         checks.append(lambda row, i=index, f=op, v=value: row[i] is not None and f(row[i], v))
+    return tuple(checks)
 
-    def matches(row: tuple[Any, ...]) -> bool:
-        if row[KIND] not in kinds:
-            return False
+
+class _Entry:
+    """One predicate's test once the kind is known: the actor, then the column conditions."""
+
+    __slots__ = ("actors", "cache", "checks")
+
+    def __init__(self, actors: tuple[str, ...], checks: tuple[RowCheck, ...]) -> None:
+        self.actors, self.checks, self.cache = actors, checks, {}
+
+    def __call__(self, row: tuple[Any, ...]) -> bool:
         actor = row[ACTOR]
-        ok = actor_cache.get(actor)
+        ok = self.cache.get(actor)
         if ok is None:
-            ok = actor_cache[actor] = actor_matches(actor, actors)
+            ok = self.cache[actor] = actor_matches(actor, self.actors)
         if not ok:
             return False
-        for check in checks:
+        for check in self.checks:
             if not check(row):
                 return False
         return True
 
+
+def compile_any(predicates: list[Predicate], default_actor: str) -> RowCheck:
+    """A check that holds when any of ``predicates`` matches (never, for an empty list).
+
+    Predicates are grouped by kind first, so an event is only tested against the
+    predicates that name its kind; a kind whose only predicate accepts any actor
+    and has no conditions matches without a further test.
+    """
+    by_kind: dict[str, list[_Entry]] = {}
+    for predicate in predicates:
+        entry = _Entry(predicate.actors(default_actor), _conditions(predicate))
+        for kind in predicate.kinds():
+            by_kind.setdefault(kind, []).append(entry)
+    table: dict[str, Any] = {}
+    for kind, entries in by_kind.items():
+        if any(e.actors == ("any",) and not e.checks for e in entries):
+            table[kind] = True
+        elif len(entries) == 1:
+            table[kind] = entries[0]
+        else:
+            table[kind] = tuple(entries)
+
+    def matches(row: tuple[Any, ...]) -> bool:
+        test = table.get(row[KIND])
+        if test is None:
+            return False
+        if test is True:
+            return True
+        if type(test) is tuple:
+            for entry in test:
+                if entry(row):
+                    return True
+            return False
+        return test(row)
+
     return matches
 
 
-def compile_any(predicates: list[Predicate], default_actor: str) -> RowCheck:
-    """A check that holds when any of ``predicates`` matches (never, for an empty list)."""
-    compiled = [compile_predicate(p, default_actor) for p in predicates]
-    if not compiled:
-        return lambda row: False
-    if len(compiled) == 1:
-        return compiled[0]
-    return lambda row: any(check(row) for check in compiled)
+def compile_predicate(predicate: Predicate, default_actor: str) -> RowCheck:
+    """A function row -> bool that holds when ``predicate`` matches the row."""
+    return compile_any([predicate], default_actor)
 
 
 def kinds_of(predicates: list[Predicate]) -> set[str]:

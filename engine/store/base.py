@@ -212,6 +212,13 @@ class EventStore:
             for row in result:
                 yield tuple(row)
 
+    def hash_at(self, run_id: str, seq: int) -> str | None:
+        """The chain hash stored at ``seq`` of the run (None when there is no such event)."""
+        query = select(events_table.c.hash).where((events_table.c.run_id == run_id) & (events_table.c.seq == seq))
+        with self.engine.connect() as conn:
+            row = conn.execute(query).first()
+        return None if row is None else row[0]
+
     def events(self, run_id: str) -> Iterator[Event]:
         """The run's events, rebuilt as validated models, in seq order."""
         for row in self.stored_events(run_id):

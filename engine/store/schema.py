@@ -1,7 +1,7 @@
 """The tables, as SQLAlchemy Core metadata (Alembic in ``migrations/`` owns the DDL).
 
-``events`` is append-only: triggers created by the migrations refuse UPDATE and
-DELETE in the database itself. ``runs`` is the per-run projection the writer
+``events``, ``rulesets`` and ``scores`` are append-only: triggers created by the
+migrations refuse UPDATE and DELETE in the database itself. ``runs`` is the per-run projection the writer
 keeps current (head, count, provenance); once a run is sealed, a trigger refuses
 any change to its row.
 """
@@ -47,4 +47,27 @@ events = Table(
     Column("payload_sha256", Text, nullable=False),
     Column("hash", Text, nullable=False),
     PrimaryKeyConstraint("run_id", "seq", name="pk_events"),
+)
+
+rulesets = Table(
+    "rulesets",
+    metadata,
+    Column("ruleset_hash", Text, primary_key=True),
+    Column("name", Text, nullable=False),
+    Column("version", BigInteger, nullable=False),
+    Column("body", Text, nullable=False),
+)
+
+scores = Table(
+    "scores",
+    metadata,
+    Column("run_id", Text, ForeignKey("runs.run_id"), nullable=False),
+    Column("ruleset_hash", Text, ForeignKey("rulesets.ruleset_hash"), nullable=False),
+    Column("engine_version", Text, nullable=False),
+    Column("run_head_hash", Text, nullable=False),
+    Column("run_event_count", BigInteger, nullable=False),
+    Column("process_score", Text),
+    Column("document", Text, nullable=False),
+    Column("document_sha256", Text, nullable=False),
+    PrimaryKeyConstraint("run_id", "ruleset_hash", "engine_version", "run_head_hash", name="pk_scores"),
 )

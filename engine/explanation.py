@@ -1,0 +1,59 @@
+"""``procgrade explain``: each rule's verdicts on a run, with the events they cite, for people."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from rich.console import Group
+from rich.table import Table
+from rich.text import Text
+
+from engine.rescoring import compute_score
+from engine.scoring import display
+from engine.store import EventStore
+from engine.store.scores import ScoreStore
+from engine.timeline import describe
+from rules.loading import load_ruleset
+from rules.monitor import RunMonitor
+
+__all__ = ["explain_run"]
+
+_STYLE = {"fulfilled": "green", "violated": "bold red", "vacuous": "dim"}
+
+
+def explain_run(store: EventStore, run_id: str, rules_path: Path | None = None, *,
+                show_all: bool = False) -> list[Any]:
+    """Renderables: a summary table, then per rule its violations (with ``show_all``, every
+    activation) with each cited event described."""
+    ruleset = load_ruleset(rules_path)
+    events = {event.seq: event for event in store.events(run_id)}
+    monitor = RunMonitor(ruleset)
+    monitor.feed(ScoreStore(store).fact_rows(run_id))
+    findings = monitor.finish()
+    document = compute_score(store, ruleset, run_id)
+    summary = Table("rule", "pattern", "fulfilled", "violated", "vacuous", "score",
+                    title=f"run {run_id} under rule set {ruleset.name}: process score "
+                          f"{display(document.process_score)}")
+    for rule in document.body["rules"]:
+        score = rule["score"]
+        summary.add_row(rule["id"], rule["pattern"] or "-", str(rule["fulfilled"]), str(rule["violated"]),
+                        str(rule["vacuous"]),
+                        "-" if score is None else f"{score['num']}/{score['den']}")
+    out: list[Any] = [summary]
+    for rule in ruleset.rules:
+        shown = [f for f in findings[rule.id] if show_all or f.verdict == "violated"]
+        if not shown:
+            continue
+        lines = [Text(f"{rule.id}: {rule.title}", style="bold")]
+        for finding in shown:
+            where = f"seq {finding.seq}" if finding.seq is not None else (
+                f"stage {finding.stage}" if finding.stage is not None else "the run")
+            lines.append(Text(f"  {finding.verdict} at {where}", style=_STYLE[finding.verdict]))
+            for seq in finding.cited:
+                event = events.get(seq)
+                what = describe(event) if event is not None else "(not stored)"
+                actor = event.actor if event is not None else "?"
+                lines.append(Text(f"    seq {seq} [{actor}] {event.kind if event else ''}: {what}"))
+        out.append(Group(*lines))
+    return out

@@ -1,0 +1,183 @@
+"""Score, re-score and verify stored runs.
+
+Scoring is a pure function per run, so re-scoring is a map over runs: with
+``workers > 1`` chunks of runs go to a process pool, and the driver stores the
+documents in run order, so the bytes written never depend on the worker count.
+``verify`` recomputes every stored score from the stored log prefix and the
+stored rule set and compares bytes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from itertools import islice
+from typing import Any
+
+import orjson
+
+from engine.canonical import canonical_json
+from engine.errors import ProcgradeError
+from engine.facts import EXTRACTOR_VERSION
+from engine.scoring import ScoreDocument, score_run
+from engine.store import EventStore, open_store
+from engine.store.scores import ScoreStore, StoredScore
+from engine.version import __version__ as ENGINE_VERSION
+from rules.identity import ruleset_document, ruleset_hash
+from rules.model import RuleSet
+from rules.monitor import SEMANTICS_VERSION
+
+__all__ = ["ScoreOutcome", "Drift", "score_runs", "verify_scores", "ruleset_from_body", "compute_score"]
+
+
+@dataclass(frozen=True)
+class ScoreOutcome:
+    document: ScoreDocument
+    written: bool
+
+
+@dataclass(frozen=True)
+class Drift:
+    run_id: str
+    ruleset_hash: str
+    reason: str
+
+
+def compute_score(store: EventStore, ruleset: RuleSet, run_id: str, *, digest: str | None = None,
+                  upto: int | None = None) -> ScoreDocument:
+    """The score document of ``run_id`` (or of its first ``upto`` events) under ``ruleset``."""
+    info = store.run(run_id)
+    count = info.event_count if upto is None else upto
+    rows: Iterator[tuple[Any, ...]] = ScoreStore(store).fact_rows(run_id)
+    if upto is not None:
+        rows = islice(rows, upto)
+    head = info.head_hash if upto is None or upto == info.event_count else store.hash_at(run_id, upto - 1)
+    return score_run(ruleset, rows, run_id=run_id, head_hash=head or "", event_count=count, ruleset_digest=digest)
+
+
+def score_runs(
+    store: EventStore, run_ids: Sequence[str], ruleset: RuleSet, *, workers: int = 1,
+    progress: Callable[[str], None] | None = None,
+) -> list[ScoreOutcome]:
+    """Score ``run_ids`` (sorted) and store the documents; identical re-scores are no-ops."""
+    scores = ScoreStore(store)
+    digest = ruleset_hash(ruleset)
+    body = canonical_json(ruleset_document(ruleset)).decode()
+    scores.save_ruleset(digest, ruleset.name, ruleset.version, body)
+    ordered = sorted(set(run_ids))
+    for run_id in ordered:
+        store.run(run_id)  # unknown runs fail before any work
+    outcomes: list[ScoreOutcome] = []
+    for document in _documents(store, ordered, ruleset, digest, body, workers):
+        written = scores.append_score(StoredScore(
+            document.run_id, document.ruleset_hash, document.engine_version, document.run_head_hash,
+            document.run_event_count, _score_text(document), document.canonical.decode(), document.sha256,
+        ))
+        outcomes.append(ScoreOutcome(document, written))
+        if progress is not None:
+            progress(document.run_id)
+    return outcomes
+
+
+def _score_text(document: ScoreDocument) -> str | None:
+    value = document.process_score
+    return None if value is None else f"{value.numerator}/{value.denominator}"
+
+
+def _documents(store: EventStore, run_ids: list[str], ruleset: RuleSet, digest: str, body: str,
+               workers: int) -> Iterator[ScoreDocument]:
+    if workers <= 1 or len(run_ids) < 2:
+        for run_id in run_ids:
+            yield compute_score(store, ruleset, run_id, digest=digest)
+        return
+    url = store.engine.url.render_as_string(hide_password=False)
+    chunks = _chunks(run_ids, workers)
+    with ProcessPoolExecutor(max_workers=workers) as pool:
+        futures = [pool.submit(_score_chunk, url, body, chunk) for chunk in chunks]
+        # Results come back in submission order: run order, whatever the worker count.
+        for future in futures:
+            for fields in future.result():
+                yield _document_from(fields, ruleset, digest)
+
+
+def _chunks(run_ids: list[str], workers: int) -> list[list[str]]:
+    size = max(1, -(-len(run_ids) // (workers * 4)))
+    return [run_ids[i:i + size] for i in range(0, len(run_ids), size)]
+
+
+def _score_chunk(url: str, body: str, run_ids: list[str]) -> list[tuple[Any, ...]]:
+    store = open_store(url)
+    try:
+        ruleset = ruleset_from_body(body)
+        digest = ruleset_hash(ruleset)
+        out = []
+        for run_id in run_ids:
+            doc = compute_score(store, ruleset, run_id, digest=digest)
+            out.append((doc.run_id, doc.run_head_hash, doc.run_event_count, doc.canonical))
+        return out
+    finally:
+        store.close()
+
+
+def _document_from(fields: tuple[Any, ...], ruleset: RuleSet, digest: str) -> ScoreDocument:
+    from fractions import Fraction
+
+    run_id, head, count, canonical = fields
+    body = orjson.loads(canonical)
+    score = body["process_score"]
+    value = None if score is None else Fraction(int(score["num"]), int(score["den"]))
+    return ScoreDocument(run_id, digest, ENGINE_VERSION, head, count, value, body, canonical)
+
+
+def ruleset_from_body(body: str) -> RuleSet:
+    """Rebuild a stored rule set (its canonical body) for this engine."""
+    document = orjson.loads(body)
+    if (document.get("semantics_version"), document.get("extractor_version")) != (SEMANTICS_VERSION, EXTRACTOR_VERSION):
+        raise ProcgradeError(
+            f"rule set {document.get('name')} was stored under template semantics "
+            f"{document.get('semantics_version')} and extractor {document.get('extractor_version')}; this engine "
+            f"has {SEMANTICS_VERSION} and {EXTRACTOR_VERSION}")
+    return RuleSet.model_validate({k: document[k] for k in ("name", "version", "description", "rules")})
+
+
+def verify_scores(store: EventStore, run_ids: Sequence[str] | None = None) -> tuple[int, list[Drift]]:
+    """Recompute every stored score (of ``run_ids``, default all); return (checked, drifts)."""
+    scores = ScoreStore(store)
+    wanted = None if run_ids is None else set(run_ids)
+    if wanted is not None:
+        for run_id in sorted(wanted):
+            store.run(run_id)
+    checked, drifts = 0, []
+    rulesets: dict[str, RuleSet | str] = {}
+    for stored in scores.scores():
+        if wanted is not None and stored.run_id not in wanted:
+            continue
+        checked += 1
+        if stored.engine_version != ENGINE_VERSION:
+            drifts.append(Drift(stored.run_id, stored.ruleset_hash,
+                                f"scored by engine {stored.engine_version}; this is {ENGINE_VERSION}: "
+                                "verify with that version"))
+            continue
+        if stored.ruleset_hash not in rulesets:
+            try:
+                rebuilt = ruleset_from_body(scores.ruleset_body(stored.ruleset_hash))
+                if ruleset_hash(rebuilt) != stored.ruleset_hash:
+                    raise ProcgradeError("the stored rule set no longer hashes to its key")
+                rulesets[stored.ruleset_hash] = rebuilt
+            except ProcgradeError as exc:
+                rulesets[stored.ruleset_hash] = str(exc)
+        ruleset = rulesets[stored.ruleset_hash]
+        if isinstance(ruleset, str):
+            drifts.append(Drift(stored.run_id, stored.ruleset_hash, ruleset))
+            continue
+        document = compute_score(store, ruleset, stored.run_id, digest=stored.ruleset_hash,
+                                 upto=stored.run_event_count)
+        if document.canonical.decode() != stored.document:
+            reason = "recomputed document differs from the stored bytes"
+            if document.run_head_hash != stored.run_head_hash:
+                reason = "the run's log changed: its head at the scored length differs"
+            drifts.append(Drift(stored.run_id, stored.ruleset_hash, reason))
+        elif document.sha256 != stored.document_sha256:
+            drifts.append(Drift(stored.run_id, stored.ruleset_hash, "stored document_sha256 does not match its bytes"))
+    return checked, drifts

@@ -1,0 +1,151 @@
+"""Score documents: one canonical JSON document per (run, rule set), reproducible to the byte.
+
+The document holds the run's head hash, the rule set's hash, the engine's
+versions, per-rule counts with the seqs that decided each violation, per-pattern
+and per-check subtotals, and the process score as an exact rational with its
+formula. Nothing in it depends on time, hash seeds, dict order or the database:
+it is RFC 8785 canonical JSON of integers, strings and rationals written as
+``{"num": "...", "den": "..."}``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from decimal import ROUND_HALF_EVEN, Decimal
+from fractions import Fraction
+from typing import Any
+
+from engine.version import __version__ as ENGINE_VERSION
+from engine.canonical import canonical_json, sha256_hex
+from engine.facts import EXTRACTOR_VERSION
+from rules.identity import rule_hash, ruleset_hash
+from rules.model import BEHAVIOUR_PATTERNS, BINARY_CHECKS, RuleSet
+from rules.monitor import SEMANTICS_VERSION, Finding, RunMonitor, Tally
+
+__all__ = ["ScoreDocument", "score_run", "score_document", "FORMULA", "DOCUMENT_FORMAT", "rational", "display"]
+
+DOCUMENT_FORMAT = "procgrade.score/1"
+FORMULA = (
+    "rule_score(r) = fulfilled(r) / (fulfilled(r) + violated(r)); "
+    "process_score = sum(weight(r) * rule_score(r)) / sum(weight(r)) over rules r with fulfilled(r) + violated(r) > 0; "
+    "pattern and check subtotals use the same formula over their rules; vacuous activations count in neither; "
+    "null when no rule applies"
+)
+
+
+@dataclass(frozen=True)
+class ScoreDocument:
+    run_id: str
+    ruleset_hash: str
+    engine_version: str
+    run_head_hash: str
+    run_event_count: int
+    process_score: Fraction | None
+    body: dict[str, Any]
+    canonical: bytes
+
+    @property
+    def sha256(self) -> str:
+        return sha256_hex(self.canonical)
+
+
+def rational(value: Fraction | None) -> dict[str, str] | None:
+    """An exact rational as JSON: numerator and denominator as decimal strings."""
+    if value is None:
+        return None
+    return {"num": str(value.numerator), "den": str(value.denominator)}
+
+
+def display(value: Fraction | None, places: int = 4) -> str:
+    """For people only: the rational rounded half-even to ``places`` decimals."""
+    if value is None:
+        return "-"
+    quantum = Decimal(1).scaleb(-places)
+    return str((Decimal(value.numerator) / Decimal(value.denominator)).quantize(quantum, rounding=ROUND_HALF_EVEN))
+
+
+def _weighted(entries: list[tuple[int, Fraction | None]]) -> Fraction | None:
+    applicable = [(w, s) for w, s in entries if s is not None]
+    if not applicable:
+        return None
+    return sum((Fraction(w) * s for w, s in applicable), Fraction(0)) / sum(w for w, _ in applicable)
+
+
+def score_document(
+    ruleset: RuleSet, findings: dict[str, list[Finding]], *, run_id: str, head_hash: str, event_count: int,
+    ruleset_digest: str | None = None, tallies: dict[str, Tally] | None = None,
+) -> ScoreDocument:
+    """Assemble the canonical score document from a run's findings (all of them, or the
+    violations plus ``tallies`` counting the rest)."""
+    digest = ruleset_digest or ruleset_hash(ruleset)
+    rules_out: list[dict[str, Any]] = []
+    rule_scores: dict[str, tuple[int, Fraction | None]] = {}
+    for rule in sorted(ruleset.rules, key=lambda r: r.id):
+        found = findings[rule.id]
+        violated = [f for f in found if f.verdict == "violated"]
+        if tallies is not None:
+            fulfilled, vacuous = tallies[rule.id].fulfilled, tallies[rule.id].vacuous
+        else:
+            fulfilled = sum(1 for f in found if f.verdict == "fulfilled")
+            vacuous = sum(1 for f in found if f.verdict == "vacuous")
+        judged = fulfilled + len(violated)
+        score = Fraction(fulfilled, judged) if judged else None
+        rule_scores[rule.id] = (rule.weight, score)
+        rules_out.append({
+            "id": rule.id,
+            "version": rule.version,
+            "rule_hash": rule_hash(rule),
+            "template": rule.template,
+            "pattern": rule.pattern,
+            "checks": sorted(rule.checks),
+            "weight": rule.weight,
+            "activations": fulfilled + len(violated) + vacuous,
+            "fulfilled": fulfilled,
+            "violated": len(violated),
+            "vacuous": vacuous,
+            "score": rational(score),
+            "violations": [{"seq": f.seq, "stage": f.stage, "cited": list(f.cited)} for f in violated],
+        })
+    process = _weighted(list(rule_scores.values()))
+    patterns = {
+        name: _subtotal(name, [r for r in ruleset.rules if r.pattern == name], rule_scores)
+        for name in BEHAVIOUR_PATTERNS
+    }
+    checks = {
+        name: _subtotal(name, [r for r in ruleset.rules if name in r.checks], rule_scores)
+        for name in BINARY_CHECKS
+    }
+    body = {
+        "format": DOCUMENT_FORMAT,
+        "run_id": run_id,
+        "run_head_hash": head_hash,
+        "run_event_count": event_count,
+        "ruleset": {"name": ruleset.name, "version": ruleset.version, "hash": digest},
+        "engine_version": ENGINE_VERSION,
+        "semantics_version": SEMANTICS_VERSION,
+        "extractor_version": EXTRACTOR_VERSION,
+        "rules": rules_out,
+        "patterns": patterns,
+        "checks": checks,
+        "process_score": rational(process),
+        "formula": FORMULA,
+    }
+    return ScoreDocument(run_id, digest, ENGINE_VERSION, head_hash, event_count, process, body, canonical_json(body))
+
+
+def _subtotal(name: str, rules: list[Any], rule_scores: dict[str, tuple[int, Fraction | None]]) -> dict[str, Any]:
+    ids = sorted(r.id for r in rules)
+    return {"rules": ids, "score": rational(_weighted([rule_scores[i] for i in ids]))}
+
+
+def score_run(
+    ruleset: RuleSet, rows: Iterable[tuple[Any, ...]], *, run_id: str, head_hash: str, event_count: int,
+    ruleset_digest: str | None = None,
+) -> ScoreDocument:
+    """Evaluate ``ruleset`` over a run's fact rows and return its score document."""
+    monitor = RunMonitor(ruleset, detail=False)
+    monitor.feed(rows)
+    findings = monitor.finish()
+    return score_document(ruleset, findings, run_id=run_id, head_hash=head_hash, event_count=event_count,
+                          ruleset_digest=ruleset_digest, tallies=monitor.tallies())

@@ -1,0 +1,107 @@
+"""Stored rule sets and score documents (append-only, like events).
+
+A score is keyed by (run, rule-set hash, engine version, run head hash): scoring
+the same inputs again is a no-op when the document's bytes agree and a
+:class:`ScoreDriftError` when they do not; a new rule set or a longer run adds a
+new row and never replaces an old one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import insert, select
+
+from engine.errors import ScoreDriftError, UnknownRunError
+from engine.facts import FACT_COLUMNS
+from engine.store.base import EventStore
+from engine.store.schema import rulesets as rulesets_table
+from engine.store.schema import scores as scores_table
+
+__all__ = ["StoredScore", "ScoreStore", "FACT_ROW_COLUMNS"]
+
+#: What rules read of an event, in this order (rules.predicates.ROW_COLUMNS mirrors it).
+FACT_ROW_COLUMNS: tuple[str, ...] = ("seq", "kind", "actor", "stage") + tuple(FACT_COLUMNS)
+
+
+@dataclass(frozen=True)
+class StoredScore:
+    run_id: str
+    ruleset_hash: str
+    engine_version: str
+    run_head_hash: str
+    run_event_count: int
+    process_score: str | None
+    document: str
+    document_sha256: str
+
+
+class ScoreStore:
+    """Score-side persistence over an :class:`EventStore`'s database."""
+
+    def __init__(self, store: EventStore) -> None:
+        self.store = store
+        self.engine = store.engine
+
+    def fact_rows(self, run_id: str, batch: int = 20_000) -> Iterator[tuple[Any, ...]]:
+        """The run's typed fact rows in seq order: all rules ever read (no JSON parsing)."""
+        param = self.store.param
+        query = (f"SELECT {', '.join(FACT_ROW_COLUMNS)} FROM events WHERE run_id = {param} ORDER BY seq")
+        raw = self.engine.raw_connection()
+        try:
+            cursor = raw.driver_connection.cursor()
+            cursor.execute(query, (run_id,))
+            while True:
+                rows = cursor.fetchmany(batch)
+                if not rows:
+                    break
+                yield from rows
+            cursor.close()
+        finally:
+            raw.close()
+
+    def save_ruleset(self, ruleset_hash: str, name: str, version: int, body: str) -> None:
+        with self.engine.begin() as conn:
+            exists = conn.execute(
+                select(rulesets_table.c.ruleset_hash).where(rulesets_table.c.ruleset_hash == ruleset_hash)
+            ).first()
+            if exists is None:
+                conn.execute(insert(rulesets_table).values(
+                    ruleset_hash=ruleset_hash, name=name, version=version, body=body))
+
+    def ruleset_body(self, ruleset_hash: str) -> str:
+        with self.engine.connect() as conn:
+            row = conn.execute(
+                select(rulesets_table.c.body).where(rulesets_table.c.ruleset_hash == ruleset_hash)
+            ).first()
+        if row is None:
+            raise UnknownRunError(f"no rule set {ruleset_hash[:16]} is stored")
+        return row[0]
+
+    def append_score(self, score: StoredScore) -> bool:
+        """Store ``score``; False when the identical document is already stored."""
+        key = (scores_table.c.run_id == score.run_id) & (scores_table.c.ruleset_hash == score.ruleset_hash) \
+            & (scores_table.c.engine_version == score.engine_version) \
+            & (scores_table.c.run_head_hash == score.run_head_hash)
+        with self.engine.begin() as conn:
+            stored = conn.execute(select(scores_table.c.document_sha256).where(key)).first()
+            if stored is not None:
+                if stored[0] != score.document_sha256:
+                    raise ScoreDriftError(
+                        f"run {score.run_id}: the score under rule set {score.ruleset_hash[:16]} differs from the "
+                        f"stored one (stored {stored[0][:16]}, now {score.document_sha256[:16]})",
+                        run_id=score.run_id)
+                return False
+            conn.execute(insert(scores_table).values(**score.__dict__))
+        return True
+
+    def scores(self, run_id: str | None = None) -> list[StoredScore]:
+        query = select(scores_table).order_by(
+            scores_table.c.run_id, scores_table.c.ruleset_hash, scores_table.c.engine_version,
+            scores_table.c.run_head_hash)
+        if run_id is not None:
+            query = query.where(scores_table.c.run_id == run_id)
+        with self.engine.connect() as conn:
+            return [StoredScore(*row) for row in conn.execute(query)]
