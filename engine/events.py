@@ -177,7 +177,7 @@ class FileEdit(Event):
     path: Annotated[ColumnText, Field(min_length=1)]
     edit_kind: Literal["create", "modify", "delete", "rename"]
     diff_sha256: Sha256Hex | None = None
-    new_path: str | None = Field(default=None, description="Target path of a rename.")
+    new_path: ColumnText | None = Field(default=None, description="Target path of a rename.")
 
 
 @event_kind

@@ -9,6 +9,7 @@ hash, so old scores stay reproducible and new ones are told apart.
 from __future__ import annotations
 
 import hashlib
+import posixpath
 from typing import Any
 
 from engine.events import (
@@ -25,13 +26,14 @@ from engine.events import (
     WorkerReport,
 )
 
-__all__ = ["EXTRACTOR_VERSION", "FACT_COLUMNS", "extract_facts", "command_hash", "test_outcome"]
+__all__ = ["EXTRACTOR_VERSION", "FACT_COLUMNS", "extract_facts", "command_hash", "normal_path", "test_outcome"]
 
 EXTRACTOR_VERSION = "1"
 
 #: Column name -> SQL type family ("text" or "int"). Order is the column order in the store.
 FACT_COLUMNS: dict[str, str] = {
     "path": "text",
+    "new_path": "text",
     "edit_kind": "text",
     "command": "text",
     "cmd_hash": "text",
@@ -47,6 +49,15 @@ FACT_COLUMNS: dict[str, str] = {
 }
 
 _EMPTY: tuple[Any, ...] = (None,) * len(FACT_COLUMNS)
+
+
+def normal_path(path: str | None) -> str | None:
+    """One spelling per path, so rules compare files, not spellings: ``./a`` is ``a``, and
+    ``app/../../x`` is ``../x`` (visibly outside the workspace). Lexical only: the file
+    system is never consulted, so the result depends on the log alone."""
+    if path is None:
+        return None
+    return posixpath.normpath(path)
 
 
 def command_hash(command: str) -> str:
@@ -99,8 +110,9 @@ def _exit_outcome_of(event: Any) -> str | None:
 
 
 _EXTRACTORS: dict[type[Event], Any] = {
-    FileRead: _extractor(path=lambda e: e.path),
-    FileEdit: _extractor(path=lambda e: e.path, edit_kind=lambda e: e.edit_kind),
+    FileRead: _extractor(path=lambda e: normal_path(e.path)),
+    FileEdit: _extractor(path=lambda e: normal_path(e.path), new_path=lambda e: normal_path(e.new_path),
+                         edit_kind=lambda e: e.edit_kind),
     Command: _extractor(command=lambda e: e.command, cmd_hash=_hash_of_command,
                         exit_code=lambda e: e.exit_code, outcome=_exit_outcome_of),
     TestRun: _extractor(command=lambda e: e.command, cmd_hash=_hash_of_command, exit_code=lambda e: e.exit_code,
@@ -110,12 +122,12 @@ _EXTRACTORS: dict[type[Event], Any] = {
     Delegation: _extractor(worker_id=lambda e: e.worker_id, context_count=lambda e: len(e.context or ())),
     # The report's primary evidence (the first path it cites) is what must be re-read.
     WorkerReport: _extractor(worker_id=lambda e: e.worker_id, outcome=lambda e: e.status,
-                             path=lambda e: e.evidence[0] if e.evidence else None),
+                             path=lambda e: normal_path(e.evidence[0]) if e.evidence else None),
     JobStarted: _extractor(job_id=lambda e: e.job_id, command=lambda e: e.command, cmd_hash=_hash_of_command,
-                           path=lambda e: e.output_path),
+                           path=lambda e: normal_path(e.output_path)),
     JobPolled: _extractor(job_id=lambda e: e.job_id),
     JobFinished: _extractor(job_id=lambda e: e.job_id, exit_code=lambda e: e.exit_code, outcome=_exit_outcome_of,
-                            path=lambda e: e.output_path),
+                            path=lambda e: normal_path(e.output_path)),
 }
 
 

@@ -108,6 +108,22 @@ class _Monitor:
         raise NotImplementedError
 
     def on(self, row: tuple[Any, ...]) -> None:
+        """Feed one row (the generic path; :meth:`handler` gives the per-kind fast path)."""
+        handler = self.handler(row[1])
+        if handler is not None:
+            handler(row)
+
+    def handler(self, kind: str) -> Any:
+        """The function that feeds rows of ``kind`` to this rule, or None when it ignores them.
+
+        Templates on the hot path build it with their role tests resolved for the kind
+        (see :meth:`rules.predicates.Matcher.for_kind`); the others feed every watched kind
+        through :meth:`_on`.
+        """
+        kinds = self.kinds()
+        return self._on if (_ALL in kinds or kind in kinds) else None
+
+    def _on(self, row: tuple[Any, ...]) -> None:
         raise NotImplementedError
 
     def finish(self) -> None:
@@ -126,7 +142,7 @@ class _Count(_Monitor):
     def kinds(self) -> set[str]:
         return {_ALL} if self.stage_scoped else self._kinds
 
-    def on(self, row: tuple[Any, ...]) -> None:
+    def _on(self, row: tuple[Any, ...]) -> None:
         inside, part = self.partition(row)
         if not inside:
             return
@@ -168,23 +184,32 @@ class _Precedence(_Keyed):
     def kinds(self) -> set[str]:
         return self._kinds
 
-    def on(self, row: tuple[Any, ...]) -> None:
-        inside, part = self.partition(row)
-        if not inside:
-            return
-        seq = row[SEQ]
-        if self.activation(row):
-            key = self.key(row, self.a_key)
-            if self.a_key is not None and key is None:
-                self.emit(VACUOUS, seq, part, seq)
-            elif not (self.rule.only_first and (part, key) in self.judged):
-                self.judged.add((part, key))
-                earlier = self.last_target.get((part, key))
-                self.emit(FULFILLED if earlier is not None else VIOLATED, seq, part, earlier, seq)
-        if self.target(row):
-            key = self.key(row, self.t_key)
-            if self.t_key is None or key is not None:
-                self.last_target[(part, key)] = seq
+    def handler(self, kind: str) -> Any:
+        act, tgt = self.activation.for_kind(kind), self.target.for_kind(kind)
+        if act is None and tgt is None:
+            return None
+        stage_scoped, a_key, t_key = self.stage_scoped, self.a_key, self.t_key
+        only_first, judged, last_target, emit = self.rule.only_first, self.judged, self.last_target, self.emit
+
+        def on(row: tuple[Any, ...]) -> None:
+            part = row[STAGE] if stage_scoped else None
+            if stage_scoped and part is None:
+                return
+            seq = row[SEQ]
+            if act is not None and (act is True or act(row)):
+                key = None if a_key is None else row[a_key]
+                if a_key is not None and key is None:
+                    emit(VACUOUS, seq, part, seq)
+                elif not (only_first and (part, key) in judged):
+                    judged.add((part, key))
+                    earlier = last_target.get((part, key))
+                    emit(FULFILLED if earlier is not None else VIOLATED, seq, part, earlier, seq)
+            if tgt is not None and (tgt is True or tgt(row)):
+                key = None if t_key is None else row[t_key]
+                if t_key is None or key is not None:
+                    last_target[(part, key)] = seq
+
+        return on
 
 
 class _PrecedenceSince(_Keyed):
@@ -200,32 +225,42 @@ class _PrecedenceSince(_Keyed):
     def kinds(self) -> set[str]:
         return self._kinds
 
-    def on(self, row: tuple[Any, ...]) -> None:
-        inside, part = self.partition(row)
-        if not inside:
-            return
-        seq = row[SEQ]
-        if self.activation(row):
-            key = self.key(row, self.a_key)
-            if self.a_key is not None and key is None:
-                self.emit(VACUOUS, seq, part, seq)
-            else:
-                reset = self.last_reset.get((part, key if self.r_key is not None else None))
-                target = self.last_target.get((part, key))
-                if reset is None and self.rule.reset_required:
-                    self.emit(VACUOUS, seq, part, seq)
-                elif target is not None and (reset is None or target > reset):
-                    self.emit(FULFILLED, seq, part, target, seq)
+    def handler(self, kind: str) -> Any:
+        act, tgt, rst = self.activation.for_kind(kind), self.target.for_kind(kind), self.reset.for_kind(kind)
+        if act is None and tgt is None and rst is None:
+            return None
+        stage_scoped, a_key, t_key, r_key = self.stage_scoped, self.a_key, self.t_key, self.r_key
+        reset_required, emit = self.rule.reset_required, self.emit
+        last_target, last_reset = self.last_target, self.last_reset
+
+        def on(row: tuple[Any, ...]) -> None:
+            part = row[STAGE] if stage_scoped else None
+            if stage_scoped and part is None:
+                return
+            seq = row[SEQ]
+            if act is not None and (act is True or act(row)):
+                key = None if a_key is None else row[a_key]
+                if a_key is not None and key is None:
+                    emit(VACUOUS, seq, part, seq)
                 else:
-                    self.emit(VIOLATED, seq, part, reset, seq)
-        if self.target(row):
-            key = self.key(row, self.t_key)
-            if self.t_key is None or key is not None:
-                self.last_target[(part, key)] = seq
-        if self.reset(row):
-            key = self.key(row, self.r_key)
-            if self.r_key is None or key is not None:
-                self.last_reset[(part, key)] = seq
+                    reset = last_reset.get((part, key if r_key is not None else None))
+                    target = last_target.get((part, key))
+                    if reset is None and reset_required:
+                        emit(VACUOUS, seq, part, seq)
+                    elif target is not None and (reset is None or target > reset):
+                        emit(FULFILLED, seq, part, target, seq)
+                    else:
+                        emit(VIOLATED, seq, part, reset, seq)
+            if tgt is not None and (tgt is True or tgt(row)):
+                key = None if t_key is None else row[t_key]
+                if t_key is None or key is not None:
+                    last_target[(part, key)] = seq
+            if rst is not None and (rst is True or rst(row)):
+                key = None if r_key is None else row[r_key]
+                if r_key is None or key is not None:
+                    last_reset[(part, key)] = seq
+
+        return on
 
 
 class _Response(_Keyed):
@@ -243,31 +278,40 @@ class _Response(_Keyed):
     def kinds(self) -> set[str]:
         return self._kinds
 
-    def on(self, row: tuple[Any, ...]) -> None:
-        inside, part = self.partition(row)
-        if not inside:
-            return
-        seq = row[SEQ]
-        if self.target(row):
-            key = self.key(row, self.t_key)
-            waiting = self.pending.pop((part, key), None) if (self.t_key is None or key is not None) else None
-            if waiting:
-                self.pending_by_part[part].discard((part, key))
-                for start in waiting:
-                    late = self.within is not None and seq - start > self.within
-                    self.emit(VIOLATED if late else FULFILLED, start, part, start, seq)
-        if self.deadline(row):
-            for slot in sorted(self.pending_by_part.pop(part, set()), key=_slot_order):
-                for start in self.pending.pop(slot):
-                    self.emit(VIOLATED, start, part, start, seq)
-        if self.activation(row):
-            key = self.key(row, self.a_key)
-            if self.a_key is not None and key is None:
-                self.emit(VACUOUS, seq, part, seq)
-            else:
-                self.pending.setdefault((part, key), []).append(seq)
-                self.pending_by_part.setdefault(part, set()).add((part, key))
+    def handler(self, kind: str) -> Any:
+        act, tgt = self.activation.for_kind(kind), self.target.for_kind(kind)
+        ddl = self.deadline.for_kind(kind)
+        if act is None and tgt is None and ddl is None:
+            return None
+        stage_scoped, a_key, t_key, within, emit = self.stage_scoped, self.a_key, self.t_key, self.within, self.emit
+        pending, pending_by_part = self.pending, self.pending_by_part
 
+        def on(row: tuple[Any, ...]) -> None:
+            part = row[STAGE] if stage_scoped else None
+            if stage_scoped and part is None:
+                return
+            seq = row[SEQ]
+            if tgt is not None and (tgt is True or tgt(row)):
+                key = None if t_key is None else row[t_key]
+                waiting = pending.pop((part, key), None) if (t_key is None or key is not None) else None
+                if waiting:
+                    pending_by_part[part].discard((part, key))
+                    for start in waiting:
+                        late = within is not None and seq - start > within
+                        emit(VIOLATED if late else FULFILLED, start, part, start, seq)
+            if ddl is not None and (ddl is True or ddl(row)):
+                for slot in sorted(pending_by_part.pop(part, set()), key=_slot_order):
+                    for start in pending.pop(slot):
+                        emit(VIOLATED, start, part, start, seq)
+            if act is not None and (act is True or act(row)):
+                key = None if a_key is None else row[a_key]
+                if a_key is not None and key is None:
+                    emit(VACUOUS, seq, part, seq)
+                else:
+                    pending.setdefault((part, key), []).append(seq)
+                    pending_by_part.setdefault(part, set()).add((part, key))
+
+        return on
     def finish(self) -> None:
         for (part, _key), starts in self.pending.items():
             for start in starts:
@@ -289,7 +333,7 @@ class _ChainResponse(_Monitor):
     def kinds(self) -> set[str]:
         return {_ALL}
 
-    def on(self, row: tuple[Any, ...]) -> None:
+    def _on(self, row: tuple[Any, ...]) -> None:
         inside, part = self.partition(row)
         if not inside:
             return
@@ -315,7 +359,7 @@ class _ChainPrecedence(_Monitor):
     def kinds(self) -> set[str]:
         return {_ALL}
 
-    def on(self, row: tuple[Any, ...]) -> None:
+    def _on(self, row: tuple[Any, ...]) -> None:
         inside, part = self.partition(row)
         if not inside:
             return
@@ -342,25 +386,34 @@ class _NoRepeat(_Monitor):
     def kinds(self) -> set[str]:
         return self._kinds
 
-    def on(self, row: tuple[Any, ...]) -> None:
-        inside, part = self.partition(row)
-        if not inside:
-            return
-        seq = row[SEQ]
-        if self.activation(row):
-            key = row[self.key_index]
-            if key is None:
-                self.emit(VACUOUS, seq, part, seq)
-            else:
-                previous = self.last.get((part, key))
-                reset = self.last_reset.get(part)
-                if previous is not None and (reset is None or reset < previous):
-                    self.emit(VIOLATED, seq, part, previous, seq)
+    def handler(self, kind: str) -> Any:
+        act, rst = self.activation.for_kind(kind), self.reset.for_kind(kind)
+        if act is None and rst is None:
+            return None
+        stage_scoped, key_index, emit, last, last_reset = (
+            self.stage_scoped, self.key_index, self.emit, self.last, self.last_reset)
+
+        def on(row: tuple[Any, ...]) -> None:
+            part = row[STAGE] if stage_scoped else None
+            if stage_scoped and part is None:
+                return
+            seq = row[SEQ]
+            if act is not None and (act is True or act(row)):
+                key = row[key_index]
+                if key is None:
+                    emit(VACUOUS, seq, part, seq)
                 else:
-                    self.emit(FULFILLED, seq, part, seq)
-                self.last[(part, key)] = seq
-        if self.reset(row):
-            self.last_reset[part] = seq
+                    previous = last.get((part, key))
+                    reset = last_reset.get(part)
+                    if previous is not None and (reset is None or reset < previous):
+                        emit(VIOLATED, seq, part, previous, seq)
+                    else:
+                        emit(FULFILLED, seq, part, seq)
+                    last[(part, key)] = seq
+            if rst is not None and (rst is True or rst(row)):
+                last_reset[part] = seq
+
+        return on
 
 
 class _NotCoexistence(_Monitor):
@@ -375,7 +428,7 @@ class _NotCoexistence(_Monitor):
     def kinds(self) -> set[str]:
         return {_ALL} if self.stage_scoped else self._kinds
 
-    def on(self, row: tuple[Any, ...]) -> None:
+    def _on(self, row: tuple[Any, ...]) -> None:
         inside, part = self.partition(row)
         if not inside:
             return
@@ -406,10 +459,21 @@ class _Satisfies(_Monitor):
     def kinds(self) -> set[str]:
         return self._kinds
 
-    def on(self, row: tuple[Any, ...]) -> None:
-        inside, part = self.partition(row)
-        if inside and self.activation(row):
-            self.emit(FULFILLED if self.require(row) else VIOLATED, row[SEQ], part, row[SEQ])
+    def handler(self, kind: str) -> Any:
+        act = self.activation.for_kind(kind)
+        if act is None:
+            return None
+        require, stage_scoped, emit = self.require, self.stage_scoped, self.emit
+
+        def on(row: tuple[Any, ...]) -> None:
+            part = row[STAGE] if stage_scoped else None
+            if stage_scoped and part is None:
+                return
+            if act is True or act(row):
+                seq = row[SEQ]
+                emit(FULFILLED if require(row) else VIOLATED, seq, part, seq)
+
+        return on
 
 
 def _monitor_for(rule: Any) -> _Monitor:
@@ -437,26 +501,21 @@ class RunMonitor:
         if not detail:
             for monitor in self.monitors:
                 monitor.tally = Tally()
-        dispatch: dict[str, list[Any]] = {}
-        watch_all: list[Any] = []
-        for monitor in self.monitors:
-            kinds = monitor.kinds()
-            if _ALL in kinds:
-                watch_all.append(monitor.on)
-            for kind in sorted(kinds - {_ALL}):
-                dispatch.setdefault(kind, []).append(monitor.on)
-        # Each kind's handlers, in rule order, with the watch-all monitors merged in.
-        order = {m.on: i for i, m in enumerate(self.monitors)}
-        kinds_seen = set(dispatch)
-        self._dispatch = {
-            kind: sorted(dispatch.get(kind, []) + watch_all, key=lambda h: order[h]) for kind in kinds_seen
-        }
-        self._default = sorted(watch_all, key=lambda h: order[h])
+        self._dispatch: dict[str, tuple[Any, ...]] = {}
+
+    def _handlers(self, kind: str) -> tuple[Any, ...]:
+        """The rules' handlers for ``kind``, in rule-set order (built once per kind)."""
+        handlers = tuple(h for h in (m.handler(kind) for m in self.monitors) if h is not None)
+        self._dispatch[kind] = handlers
+        return handlers
 
     def feed(self, rows: Iterable[tuple[Any, ...]]) -> None:
-        dispatch, default = self._dispatch, self._default
+        dispatch = self._dispatch
         for row in rows:
-            for handler in dispatch.get(row[1], default):
+            handlers = dispatch.get(row[1])
+            if handlers is None:
+                handlers = self._handlers(row[1])
+            for handler in handlers:
                 handler(row)
 
     def finish(self) -> dict[str, list[Finding]]:
@@ -466,7 +525,6 @@ class RunMonitor:
             monitor.finish()
             result[monitor.id] = sorted(monitor.findings, key=Finding.sort_key)
         return result
-
 
     def tallies(self) -> dict[str, Tally]:
         """Counts of fulfilled and vacuous activations per rule (``detail=False`` only)."""

@@ -12,7 +12,7 @@ from typing import Any
 from engine.facts import FACT_COLUMNS
 from rules.model import Predicate
 
-__all__ = ["ROW_COLUMNS", "COLUMN", "actor_matches", "compile_any", "compile_predicate", "kinds_of"]
+__all__ = ["ROW_COLUMNS", "COLUMN", "Matcher", "actor_matches", "compile_any", "compile_predicate", "kinds_of"]
 
 ROW_COLUMNS: tuple[str, ...] = ("seq", "kind", "actor", "stage") + tuple(FACT_COLUMNS)
 COLUMN = {name: i for i, name in enumerate(ROW_COLUMNS)}
@@ -84,46 +84,50 @@ class _Entry:
         return True
 
 
-def compile_any(predicates: list[Predicate], default_actor: str) -> RowCheck:
-    """A check that holds when any of ``predicates`` matches (never, for an empty list).
+class Matcher:
+    """Any-of predicates, grouped by kind, so an event is only tested against the
+    predicates that name its kind; :meth:`for_kind` resolves that grouping ahead of
+    time for monitors that dispatch on kind themselves."""
 
-    Predicates are grouped by kind first, so an event is only tested against the
-    predicates that name its kind; a kind whose only predicate accepts any actor
-    and has no conditions matches without a further test.
-    """
-    by_kind: dict[str, list[_Entry]] = {}
-    for predicate in predicates:
-        entry = _Entry(predicate.actors(default_actor), _conditions(predicate))
-        for kind in predicate.kinds():
-            by_kind.setdefault(kind, []).append(entry)
-    table: dict[str, Any] = {}
-    for kind, entries in by_kind.items():
-        if any(e.actors == ("any",) and not e.checks for e in entries):
-            table[kind] = True
-        elif len(entries) == 1:
-            table[kind] = entries[0]
-        else:
-            table[kind] = tuple(entries)
+    __slots__ = ("table",)
 
-    def matches(row: tuple[Any, ...]) -> bool:
-        test = table.get(row[KIND])
-        if test is None:
-            return False
-        if test is True:
-            return True
-        if type(test) is tuple:
-            for entry in test:
-                if entry(row):
-                    return True
-            return False
-        return test(row)
+    def __init__(self, predicates: list[Predicate], default_actor: str) -> None:
+        by_kind: dict[str, list[_Entry]] = {}
+        for predicate in predicates:
+            entry = _Entry(predicate.actors(default_actor), _conditions(predicate))
+            for kind in predicate.kinds():
+                by_kind.setdefault(kind, []).append(entry)
+        self.table: dict[str, Any] = {kind: _merge(entries) for kind, entries in by_kind.items()}
 
-    return matches
+    def for_kind(self, kind: str) -> Any:
+        """None (never matches this kind), True (always does), or a row check for the rest."""
+        return self.table.get(kind)
+
+    def kinds(self) -> set[str]:
+        return set(self.table)
+
+    def __call__(self, row: tuple[Any, ...]) -> bool:
+        test = self.table.get(row[KIND])
+        return test is not None and (test is True or test(row))
 
 
-def compile_predicate(predicate: Predicate, default_actor: str) -> RowCheck:
-    """A function row -> bool that holds when ``predicate`` matches the row."""
-    return compile_any([predicate], default_actor)
+def _merge(entries: list[_Entry]) -> Any:
+    if any(e.actors == ("any",) and not e.checks for e in entries):
+        return True
+    if len(entries) == 1:
+        return entries[0]
+    tests = tuple(entries)
+    return lambda row: any(test(row) for test in tests)
+
+
+def compile_any(predicates: list[Predicate], default_actor: str) -> Matcher:
+    """A matcher that holds when any of ``predicates`` matches (never, for an empty list)."""
+    return Matcher(predicates, default_actor)
+
+
+def compile_predicate(predicate: Predicate, default_actor: str) -> Matcher:
+    """A matcher that holds when ``predicate`` matches the row."""
+    return Matcher([predicate], default_actor)
 
 
 def kinds_of(predicates: list[Predicate]) -> set[str]:

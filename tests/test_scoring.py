@@ -57,7 +57,7 @@ def test_score_document_shape_and_exact_score(store: EventStore, tmp_path: Path)
     rules = {r["id"]: r for r in body["rules"]}
     claim = rules["claim-backed-by-passing-test"]
     assert (claim["fulfilled"], claim["violated"], claim["vacuous"]) == (0, 1, 0)
-    assert claim["violations"] == [{"seq": 5, "stage": None, "cited": [2, 5]}]
+    assert claim["violations"] == [{"seq": 5, "stage": None, "cited": [4, 5]}]  # the last failing run
     thrash = rules["no-repeated-failing-command"]
     assert thrash["violations"] == [{"seq": 4, "stage": None, "cited": [3, 4]}]
     plan = rules["plan-before-first-edit"]

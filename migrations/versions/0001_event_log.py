@@ -15,7 +15,7 @@ branch_labels = None
 depends_on = None
 
 _FACT_COLUMNS = [
-    ("path", sa.Text), ("edit_kind", sa.Text), ("command", sa.Text), ("cmd_hash", sa.Text), ("exit_code", sa.BigInteger),
+    ("path", sa.Text), ("new_path", sa.Text), ("edit_kind", sa.Text), ("command", sa.Text), ("cmd_hash", sa.Text), ("exit_code", sa.BigInteger),
     ("outcome", sa.Text), ("job_id", sa.Text), ("worker_id", sa.Text), ("intent", sa.Text),
     ("tests_passed", sa.BigInteger), ("tests_failed", sa.BigInteger), ("tests_errored", sa.BigInteger),
     ("context_count", sa.BigInteger),
