@@ -6,7 +6,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 DEMO_DB ?= sqlite:///procgrade.db
 
-.PHONY: demo test bench-ingest clean
+.PHONY: demo test bench-ingest bench-rescore clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -26,12 +26,20 @@ demo: $(VENV)/.installed-base
 	$(BIN)/procgrade runs --db $(DEMO_DB)
 	$(BIN)/procgrade show --db $(DEMO_DB) todo-app-demo
 	$(BIN)/procgrade verify-log --db $(DEMO_DB) todo-app-demo
+	$(BIN)/procgrade ingest --db $(DEMO_DB) tests/fixtures/planted/claim-backed-by-passing-test/fault.jsonl tests/fixtures/planted/no-repeated-failing-command/fault.jsonl
+	$(BIN)/procgrade rescore --all --db $(DEMO_DB)
+	$(BIN)/procgrade explain --db $(DEMO_DB) planted-claim-backed-by-passing-test-fault
+	$(BIN)/procgrade verify --db $(DEMO_DB)
+	$(BIN)/procgrade validate-rules tests/fixtures/planted
 
 test: $(VENV)/.installed-dev
 	$(BIN)/python -m pytest -q
 
 bench-ingest: $(VENV)/.installed-dev
 	$(BIN)/python bench/ingest.py
+
+bench-rescore: $(VENV)/.installed-dev
+	$(BIN)/python bench/rescore.py
 
 clean:
 	rm -rf $(VENV) procgrade.db procgrade.db-wal procgrade.db-shm .pytest_cache .hypothesis

@@ -268,6 +268,33 @@ def explain(
         out.print(line)
 
 
+@app.command("validate-rules")
+def validate_rules(
+    directory: Annotated[Path, typer.Argument(help="Planted-fault corpus: one folder per rule id with fault.jsonl and clean.jsonl.")],
+    rules: RulesOption = None,
+) -> None:
+    """Run a planted-fault corpus: every fault must be flagged by its rule, no clean twin by any rule."""
+    from rules.loading import load_ruleset
+    from rules.planted import summary, uncovered, validate_corpus
+
+    ruleset = load_ruleset(rules)
+    results = validate_corpus(directory, ruleset)
+    table = Table("rule", "fault flagged", "violations on fault", "clean twin flagged by", "also flagged on fault",
+                  title=f"planted faults in {directory} under rule set {ruleset.name}")
+    for result in results:
+        table.add_row(result.rule_id, "yes" if result.detected else Text("NO", style="bold red"),
+                      str(result.fault_violations.get(result.rule_id, 0)),
+                      Text(", ".join(result.false_flags) or "-", style="bold red" if result.false_flags else ""),
+                      ", ".join(result.collateral) or "-")
+    out.print(table)
+    detected, total, false_flags = summary(results)
+    missing = uncovered(results, ruleset)
+    out.print(f"detected {detected}/{total} faults; {false_flags} clean twins falsely flagged"
+              + (f"; rules without a case: {', '.join(missing)}" if missing else ""))
+    if detected < total or false_flags:
+        raise typer.Exit(1)
+
+
 @schema_app.command("rules")
 def schema_rules() -> None:
     """The JSON Schema of a rule set file."""

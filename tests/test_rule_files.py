@@ -104,3 +104,23 @@ def test_hash_ignores_spelling_but_not_meaning() -> None:
     weighted = parse_ruleset(RULE.replace("template: precedence_since", "template: precedence_since\n    weight: 2"),
                              "e.yaml")
     assert ruleset_hash(weighted) != ruleset_hash(base)
+
+
+def test_validate_rules_command_prints_the_detection_table(tmp_path: Path) -> None:
+    corpus = ROOT / "tests" / "fixtures" / "planted"
+    done = subprocess.run([sys.executable, "-m", "engine.cli", "validate-rules", str(corpus)], capture_output=True,
+                          cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    assert b"detected 11/11 faults; 0 clean twins falsely flagged" in done.stdout
+    # A corpus whose twins are swapped flags a clean twin and misses the fault: exit 1.
+    import shutil
+
+    broken = tmp_path / "planted"
+    shutil.copytree(corpus / "read-before-edit", broken / "read-before-edit")
+    (broken / "read-before-edit" / "fault.jsonl").rename(broken / "read-before-edit" / "tmp.jsonl")
+    (broken / "read-before-edit" / "clean.jsonl").rename(broken / "read-before-edit" / "fault.jsonl")
+    (broken / "read-before-edit" / "tmp.jsonl").rename(broken / "read-before-edit" / "clean.jsonl")
+    done = subprocess.run([sys.executable, "-m", "engine.cli", "validate-rules", str(broken)], capture_output=True,
+                          cwd=ROOT)
+    assert done.returncode == 1
+    assert b"detected 0/1 faults; 1 clean twins falsely flagged" in done.stdout
