@@ -179,10 +179,7 @@ class _Precedence(_Keyed):
         self.target = compile_any(as_list(rule.target), "any")
         self.last_target: dict[tuple[Any, Any], int] = {}
         self.judged: set[tuple[Any, Any]] = set()
-        self._kinds = kinds_of(as_list(rule.activation)) | kinds_of(as_list(rule.target))
 
-    def kinds(self) -> set[str]:
-        return self._kinds
 
     def handler(self, kind: str) -> Any:
         act, tgt = self.activation.for_kind(kind), self.target.for_kind(kind)
@@ -220,10 +217,7 @@ class _PrecedenceSince(_Keyed):
         self.reset = compile_any(as_list(rule.reset), "any")
         self.last_target: dict[tuple[Any, Any], int] = {}
         self.last_reset: dict[tuple[Any, Any], int] = {}
-        self._kinds = kinds_of(as_list(rule.activation)) | kinds_of(as_list(rule.target)) | kinds_of(as_list(rule.reset))
 
-    def kinds(self) -> set[str]:
-        return self._kinds
 
     def handler(self, kind: str) -> Any:
         act, tgt, rst = self.activation.for_kind(kind), self.target.for_kind(kind), self.reset.for_kind(kind)
@@ -272,11 +266,7 @@ class _Response(_Keyed):
         self.within = rule.within
         self.pending: dict[tuple[Any, Any], list[int]] = {}
         self.pending_by_part: dict[Any, set[tuple[Any, Any]]] = {}
-        self._kinds = (kinds_of(as_list(rule.activation)) | kinds_of(as_list(rule.target))
-                       | kinds_of(as_list(rule.deadline)))
 
-    def kinds(self) -> set[str]:
-        return self._kinds
 
     def handler(self, kind: str) -> Any:
         act, tgt = self.activation.for_kind(kind), self.target.for_kind(kind)
@@ -381,10 +371,7 @@ class _NoRepeat(_Monitor):
         self.key_index = COLUMN[rule.key]
         self.last: dict[tuple[Any, Any], int] = {}
         self.last_reset: dict[Any, int] = {}
-        self._kinds = kinds_of(as_list(rule.activation)) | kinds_of(as_list(rule.reset))
 
-    def kinds(self) -> set[str]:
-        return self._kinds
 
     def handler(self, kind: str) -> Any:
         act, rst = self.activation.for_kind(kind), self.reset.for_kind(kind)
@@ -454,10 +441,7 @@ class _Satisfies(_Monitor):
         super().__init__(rule)
         self.activation = compile_any(as_list(rule.activation), "model")
         self.require = compile_any(as_list(rule.require), "any")
-        self._kinds = kinds_of(as_list(rule.activation))
 
-    def kinds(self) -> set[str]:
-        return self._kinds
 
     def handler(self, kind: str) -> Any:
         act = self.activation.for_kind(kind)
