@@ -83,7 +83,7 @@ class _Monitor:
         self.id = rule.id
         self.stage_scoped = rule.scope == "stage"
         self.findings: list[Finding] = []
-        self.tally: Tally | None = None  # set by RunMonitor(detail=False): count, do not keep
+        self.tally: Tally | None = None  # set by count_only()
 
     def partition(self, row: tuple[Any, ...]) -> tuple[bool, Any]:
         """(in scope, partition key) of ``row``."""
@@ -94,15 +94,25 @@ class _Monitor:
 
     def emit(self, verdict: str, seq: int | None, stage: Any, *cited: int | None) -> None:
         """Record a verdict; ``cited`` is given in ascending order (None entries are dropped)."""
-        tally = self.tally
-        if tally is not None and verdict != VIOLATED:
-            if verdict == FULFILLED:
-                tally.fulfilled += 1
-            else:
-                tally.vacuous += 1
-            return
         self.findings.append(Finding(self.id, verdict, seq, stage if self.stage_scoped else None,
                                      tuple(c for c in cited if c is not None)))
+
+    def count_only(self) -> None:
+        """Keep violations as findings but only count fulfilled and vacuous activations.
+
+        Called before any handler is built: handlers bind ``self.emit`` once."""
+        tally = self.tally = Tally()
+        keep = self.emit
+
+        def emit(verdict: str, seq: int | None, stage: Any, *cited: int | None) -> None:
+            if verdict == FULFILLED:
+                tally.fulfilled += 1
+            elif verdict == VACUOUS:
+                tally.vacuous += 1
+            else:
+                keep(verdict, seq, stage, *cited)
+
+        self.emit = emit  # type: ignore[method-assign]
 
     def kinds(self) -> set[str]:
         raise NotImplementedError
@@ -484,7 +494,7 @@ class RunMonitor:
         self.monitors = [_monitor_for(rule) for rule in ruleset.rules]
         if not detail:
             for monitor in self.monitors:
-                monitor.tally = Tally()
+                monitor.count_only()
         self._dispatch: dict[str, tuple[Any, ...]] = {}
 
     def _handlers(self, kind: str) -> tuple[Any, ...]:
