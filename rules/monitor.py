@@ -18,6 +18,12 @@ Semantics shared by every template (the SQL back-end implements the same):
 - Default actor filters: activations match only the model's own actors
   (``agent``, ``subagent:<id>``); targets, resets and deadlines match anyone.
   Harness events never activate a rule against the model unless a rule says so.
+- One event in several roles: in ``precedence_since`` an event that is both target
+  and reset leaves the target stale (the reset is applied last); in ``no_repeat``
+  an event that is both activation and reset excuses the next repeat; in
+  ``not_coexistence`` an event matching both sides is a violation citing it for
+  both. ``response``'s ``within`` counts seqs across the whole run, whatever the
+  scope, and a target that is also a deadline settles its own key first.
 """
 
 from __future__ import annotations
