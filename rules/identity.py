@@ -39,7 +39,7 @@ def _normalise(value: Any, key: str | None = None) -> Any:
         return sorted((_normalise(p) for p in predicates), key=canonical_json)
     if key == "correlate" and value is not None:
         corr = {"activation": value, "target": None, "reset": None} if isinstance(value, str) else dict(value)
-        corr["target"] = corr.get("target") or corr["activation"]
+        corr["target"] = _as_sorted_set(corr.get("target") or corr["activation"])
         return corr
     if key == "compare":
         return sorted((_normalise(c) for c in value), key=canonical_json)

@@ -135,8 +135,16 @@ class Correlation(_Strict):
     """Activation and target (and reset) are related when these columns are equal."""
 
     activation: Field_
-    target: Field_ | None = Field(default=None, description="Default: the same column as the activation's.")
+    target: Field_ | Annotated[list[Field_], Field(min_length=1)] | None = Field(  # type: ignore[valid-type]
+        default=None,
+        description="Default: the same column as the activation's. A list relates a target by any of its "
+                    "columns (a rename relates to both its source and its destination).")
     reset: Field_ | None = Field(default=None, description="Correlate resets too, on this column (default: no).")
+
+    def target_columns(self) -> tuple[str, ...]:
+        if self.target is None:
+            return (self.activation,)
+        return tuple(sorted({self.target} if isinstance(self.target, str) else set(self.target)))
 
 
 class _RuleBase(_Strict):

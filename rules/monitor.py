@@ -180,8 +180,21 @@ class _Keyed(_Monitor):
         super().__init__(rule)
         corr = rule.correlation()
         self.a_key = COLUMN[corr.activation] if corr else None
-        self.t_key = COLUMN[corr.target or corr.activation] if corr else None
+        #: A target relates by any of these columns; None when the rule is not correlated.
+        self.t_keys = tuple(COLUMN[c] for c in corr.target_columns()) if corr else None
         self.r_key = COLUMN[corr.reset] if corr and corr.reset else None
+
+    def target_keys(self, row: tuple[Any, ...]) -> tuple[Any, ...]:
+        """The keys a target row relates to: (None,) when uncorrelated, else its non-NULL
+        values of the target columns (each once, in column order)."""
+        if self.t_keys is None:
+            return (None,)
+        keys: list[Any] = []
+        for index in self.t_keys:
+            value = row[index]
+            if value is not None and value not in keys:
+                keys.append(value)
+        return tuple(keys)
 
     @staticmethod
     def key(row: tuple[Any, ...], index: int | None) -> Any:
@@ -201,7 +214,7 @@ class _Precedence(_Keyed):
         act, tgt = self.activation.for_kind(kind), self.target.for_kind(kind)
         if act is None and tgt is None:
             return None
-        stage_scoped, a_key, t_key = self.stage_scoped, self.a_key, self.t_key
+        stage_scoped, a_key, target_keys = self.stage_scoped, self.a_key, self.target_keys
         only_first, judged, last_target, emit = self.rule.only_first, self.judged, self.last_target, self.emit
 
         def on(row: tuple[Any, ...]) -> None:
@@ -218,8 +231,7 @@ class _Precedence(_Keyed):
                     earlier = last_target.get((part, key))
                     emit(FULFILLED if earlier is not None else VIOLATED, seq, part, earlier, seq)
             if tgt is not None and (tgt is True or tgt(row)):
-                key = None if t_key is None else row[t_key]
-                if t_key is None or key is not None:
+                for key in target_keys(row):
                     last_target[(part, key)] = seq
 
         return on
@@ -239,7 +251,7 @@ class _PrecedenceSince(_Keyed):
         act, tgt, rst = self.activation.for_kind(kind), self.target.for_kind(kind), self.reset.for_kind(kind)
         if act is None and tgt is None and rst is None:
             return None
-        stage_scoped, a_key, t_key, r_key = self.stage_scoped, self.a_key, self.t_key, self.r_key
+        stage_scoped, a_key, target_keys, r_key = self.stage_scoped, self.a_key, self.target_keys, self.r_key
         reset_required, emit = self.rule.reset_required, self.emit
         last_target, last_reset = self.last_target, self.last_reset
 
@@ -262,8 +274,7 @@ class _PrecedenceSince(_Keyed):
                     else:
                         emit(VIOLATED, seq, part, reset, seq)
             if tgt is not None and (tgt is True or tgt(row)):
-                key = None if t_key is None else row[t_key]
-                if t_key is None or key is not None:
+                for key in target_keys(row):
                     last_target[(part, key)] = seq
             if rst is not None and (rst is True or rst(row)):
                 key = None if r_key is None else row[r_key]
@@ -289,7 +300,8 @@ class _Response(_Keyed):
         ddl = self.deadline.for_kind(kind)
         if act is None and tgt is None and ddl is None:
             return None
-        stage_scoped, a_key, t_key, within, emit = self.stage_scoped, self.a_key, self.t_key, self.within, self.emit
+        stage_scoped, a_key, within, emit = self.stage_scoped, self.a_key, self.within, self.emit
+        target_keys = self.target_keys
         pending, pending_by_part = self.pending, self.pending_by_part
 
         def on(row: tuple[Any, ...]) -> None:
@@ -298,13 +310,13 @@ class _Response(_Keyed):
                 return
             seq = row[SEQ]
             if tgt is not None and (tgt is True or tgt(row)):
-                key = None if t_key is None else row[t_key]
-                waiting = pending.pop((part, key), None) if (t_key is None or key is not None) else None
-                if waiting:
-                    pending_by_part[part].discard((part, key))
-                    for start in waiting:
-                        late = within is not None and seq - start > within
-                        emit(VIOLATED if late else FULFILLED, start, part, start, seq)
+                for key in target_keys(row):
+                    waiting = pending.pop((part, key), None)
+                    if waiting:
+                        pending_by_part[part].discard((part, key))
+                        for start in waiting:
+                            late = within is not None and seq - start > within
+                            emit(VIOLATED if late else FULFILLED, start, part, start, seq)
             if ddl is not None and (ddl is True or ddl(row)):
                 for slot in sorted(pending_by_part.pop(part, set()), key=_slot_order):
                     for start in pending.pop(slot):

@@ -230,24 +230,30 @@ _PAST = "ORDER BY seq, role ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING"
 _FUTURE = "ORDER BY seq DESC, role DESC ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING"
 
 
-def _correlation(rule: Any) -> tuple[str | None, str | None, str | None]:
+def _correlation(rule: Any) -> tuple[str | None, tuple[str | None, ...], str | None]:
+    """(activation column, target columns, reset column); targets relate by any of theirs."""
     corr = rule.correlation()
     if corr is None:
-        return None, None, None
-    return corr.activation, corr.target or corr.activation, corr.reset
+        return None, (None,), None
+    return corr.activation, corr.target_columns(), corr.reset
+
+
+def _target_roles(number: int, t_cols: tuple[str | None, ...]) -> list[tuple[int, str, str | None, bool]]:
+    """One target role row per target column (a target relates by any of them)."""
+    return [(number, "is_t", column, True) for column in t_cols]
 
 
 def _precedence(rule: PrecedenceRule) -> CompiledRule:
     q = _Query(rule)
-    a_col, t_col, _ = _correlation(rule)
+    a_col, t_cols, _ = _correlation(rule)
     a = _any_sql(as_list(rule.activation), "model", q.p)
     t = _any_sql(as_list(rule.target), "any", q.p)
     vacuous = "ki IS NULL AND kt IS NULL" if a_col else _FALSE
     keyed = f"{q.part}, ki, kt"
     only_first = f" AND (({vacuous}) OR rn = 1)" if rule.only_first else ""
     sql = f"""
-    WITH {q.base({"is_a": a, "is_t": t}, [c for c in (a_col, t_col) if c])},
-    {_role_rows([(0, "is_a", a_col, False), (1, "is_t", t_col, True)])},
+    WITH {q.base({"is_a": a, "is_t": t}, [c for c in (a_col, *t_cols) if c])},
+    {_role_rows([(0, "is_a", a_col, False), *_target_roles(1, t_cols)])},
     w AS (
       SELECT seq, stage, role, ki, kt,
         MAX(CASE WHEN role = 1 THEN seq END) OVER (PARTITION BY {keyed} {_PAST}) AS last_t,
@@ -265,7 +271,7 @@ def _precedence(rule: PrecedenceRule) -> CompiledRule:
 
 def _precedence_since(rule: PrecedenceSinceRule) -> CompiledRule:
     q = _Query(rule)
-    a_col, t_col, r_col = _correlation(rule)
+    a_col, t_cols, r_col = _correlation(rule)
     a = _any_sql(as_list(rule.activation), "model", q.p)
     t = _any_sql(as_list(rule.target), "any", q.p)
     r = _any_sql(as_list(rule.reset), "any", q.p)
@@ -275,8 +281,8 @@ def _precedence_since(rule: PrecedenceSinceRule) -> CompiledRule:
     no_reset = "last_r IS NULL" if rule.reset_required else _FALSE
     ok = "last_t IS NOT NULL AND (last_r IS NULL OR last_t > last_r)"
     sql = f"""
-    WITH {q.base({"is_a": a, "is_t": t, "is_r": r}, [c for c in (a_col, t_col, r_col) if c])},
-    {_role_rows([(0, "is_a", a_col, False), (1, "is_t", t_col, True), (2, "is_r", r_col, True)])},
+    WITH {q.base({"is_a": a, "is_t": t, "is_r": r}, [c for c in (a_col, *t_cols, r_col) if c])},
+    {_role_rows([(0, "is_a", a_col, False), *_target_roles(1, t_cols), (2, "is_r", r_col, True)])},
     w AS (
       SELECT seq, stage, role, ki, kt,
         MAX(CASE WHEN role = 1 THEN seq END) OVER (PARTITION BY {keyed} {_PAST}) AS last_t,
@@ -295,12 +301,12 @@ def _precedence_since(rule: PrecedenceSinceRule) -> CompiledRule:
 
 def _response(rule: ResponseRule) -> CompiledRule:
     q = _Query(rule)
-    a_col, t_col, _ = _correlation(rule)
+    a_col, t_cols, _ = _correlation(rule)
     a = _any_sql(as_list(rule.activation), "model", q.p)
     t = _any_sql(as_list(rule.target), "any", q.p)
     deadlines = as_list(rule.deadline)
     flags = {"is_a": a, "is_t": t}
-    roles = [(0, "is_t", t_col, True)]
+    roles = _target_roles(0, t_cols)
     if deadlines:
         flags["is_d"] = _any_sql(deadlines, "any", q.p)
         roles.append((1, "is_d", None, False))
@@ -316,7 +322,7 @@ def _response(rule: ResponseRule) -> CompiledRule:
     bounded = rule.within is not None and rule.within < _INT64_MAX
     too_late = f"next_t - seq > {q.p.bind(rule.within)}" if bounded else _FALSE
     sql = f"""
-    WITH {q.base(flags, [c for c in (a_col, t_col) if c])},
+    WITH {q.base(flags, [c for c in (a_col, *t_cols) if c])},
     {_role_rows(roles)},
     w AS (
       SELECT seq, stage, role, ki, kt,

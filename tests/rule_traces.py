@@ -205,7 +205,9 @@ def correlations(draw: st.DrawFn, with_reset: bool = False) -> Any:
         return draw(st.sampled_from(KEY_COLUMNS))
     corr: dict[str, Any] = {"activation": draw(st.sampled_from(KEY_COLUMNS))}
     if draw(st.booleans()):
-        corr["target"] = draw(st.sampled_from(KEY_COLUMNS))
+        # one column, or several (a target relates by any of them, e.g. a rename's path and new_path)
+        corr["target"] = draw(st.sampled_from(KEY_COLUMNS) | st.lists(st.sampled_from(KEY_COLUMNS), min_size=1,
+                                                                        max_size=3))
     if with_reset and draw(st.sampled_from((True, True, False))):
         corr["reset"] = draw(st.just(corr["activation"]) | st.sampled_from(KEY_COLUMNS))
     return corr

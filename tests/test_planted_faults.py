@@ -5,7 +5,7 @@ rule's fault with the same run repaired. The corpus must cover the whole default
 rule set, each fault must be flagged by its rule, no clean twin may be flagged by
 any rule, and no fault run may be flagged by another rule (collateral). Then the
 error paths of :mod:`rules.planted`, and known blind spots of the default set
-(strict xfails: they flip to failures once the rule set or extractor is fixed).
+(once strict xfails; fixed since, they now guard the fixes).
 """
 
 from __future__ import annotations
@@ -208,7 +208,7 @@ def test_a_clean_twin_that_commits_the_fault_is_a_false_flag(tmp_path: Path) -> 
     assert summary([result]) == (0, 1, 1)
 
 
-# --- blind spots of the default rule set (design feedback; strict xfail) --------------------------
+# --- former blind spots of the default rule set (renames, path spellings) ---------------------
 
 
 def _score(tmp_path: Path, edits: list[dict]) -> dict[str, int]:
@@ -233,8 +233,6 @@ def test_rename_into_protected_path_is_flagged(tmp_path: Path) -> None:
     assert flagged.get("no-protected-path-edits", 0) >= 1
 
 
-@pytest.mark.xfail(strict=True, reason="read-before-edit correlates on path only; the file a rename wrote "
-                   "(new_path) does not count as written, so modifying it is a false flag")
 def test_modify_after_own_rename_is_not_flagged(tmp_path: Path) -> None:
     flagged = _score(tmp_path, [{"kind": "file_edit", "path": "app/a.py", "edit_kind": "rename",
                                  "new_path": "app/b.py"},
