@@ -183,6 +183,9 @@ class _Keyed(_Monitor):
         #: A target relates by any of these columns; None when the rule is not correlated.
         self.t_keys = tuple(COLUMN[c] for c in corr.target_columns()) if corr else None
         self.r_key = COLUMN[corr.reset] if corr and corr.reset else None
+        #: Fast path: -1 when uncorrelated, the column index when targets relate by one column,
+        #: None when by several (then :meth:`target_keys` decides).
+        self.t_single = -1 if self.t_keys is None else (self.t_keys[0] if len(self.t_keys) == 1 else None)
 
     def target_keys(self, row: tuple[Any, ...]) -> tuple[Any, ...]:
         """The keys a target row relates to: (None,) when uncorrelated, else its non-NULL
@@ -214,7 +217,7 @@ class _Precedence(_Keyed):
         act, tgt = self.activation.for_kind(kind), self.target.for_kind(kind)
         if act is None and tgt is None:
             return None
-        stage_scoped, a_key, target_keys = self.stage_scoped, self.a_key, self.target_keys
+        stage_scoped, a_key, target_keys, t_single = self.stage_scoped, self.a_key, self.target_keys, self.t_single
         only_first, judged, last_target, emit = self.rule.only_first, self.judged, self.last_target, self.emit
 
         def on(row: tuple[Any, ...]) -> None:
@@ -231,8 +234,13 @@ class _Precedence(_Keyed):
                     earlier = last_target.get((part, key))
                     emit(FULFILLED if earlier is not None else VIOLATED, seq, part, earlier, seq)
             if tgt is not None and (tgt is True or tgt(row)):
-                for key in target_keys(row):
-                    last_target[(part, key)] = seq
+                if t_single is None:
+                    for key in target_keys(row):
+                        last_target[(part, key)] = seq
+                elif t_single < 0:
+                    last_target[(part, None)] = seq
+                elif row[t_single] is not None:
+                    last_target[(part, row[t_single])] = seq
 
         return on
 
@@ -252,6 +260,7 @@ class _PrecedenceSince(_Keyed):
         if act is None and tgt is None and rst is None:
             return None
         stage_scoped, a_key, target_keys, r_key = self.stage_scoped, self.a_key, self.target_keys, self.r_key
+        t_single = self.t_single
         reset_required, emit = self.rule.reset_required, self.emit
         last_target, last_reset = self.last_target, self.last_reset
 
@@ -274,8 +283,13 @@ class _PrecedenceSince(_Keyed):
                     else:
                         emit(VIOLATED, seq, part, reset, seq)
             if tgt is not None and (tgt is True or tgt(row)):
-                for key in target_keys(row):
-                    last_target[(part, key)] = seq
+                if t_single is None:
+                    for key in target_keys(row):
+                        last_target[(part, key)] = seq
+                elif t_single < 0:
+                    last_target[(part, None)] = seq
+                elif row[t_single] is not None:
+                    last_target[(part, row[t_single])] = seq
             if rst is not None and (rst is True or rst(row)):
                 key = None if r_key is None else row[r_key]
                 if r_key is None or key is not None:
