@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
+from fractions import Fraction
 from itertools import islice
 from typing import Any
 
@@ -121,8 +122,7 @@ def _score_chunk(url: str, body: str, run_ids: list[str]) -> list[tuple[Any, ...
 
 
 def _document_from(fields: tuple[Any, ...], ruleset: RuleSet, digest: str) -> ScoreDocument:
-    from fractions import Fraction
-
+    """Rebuild a worker's document in the driver (the canonical bytes travel unchanged)."""
     run_id, head, count, canonical = fields
     body = orjson.loads(canonical)
     score = body["process_score"]

@@ -9,12 +9,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from engine.facts import FACT_COLUMNS
+from engine.store.scores import FACT_ROW_COLUMNS
 from rules.model import Predicate
 
 __all__ = ["ROW_COLUMNS", "COLUMN", "Matcher", "actor_matches", "compile_any", "compile_predicate", "kinds_of"]
 
-ROW_COLUMNS: tuple[str, ...] = ("seq", "kind", "actor", "stage") + tuple(FACT_COLUMNS)
+ROW_COLUMNS: tuple[str, ...] = FACT_ROW_COLUMNS  # what the store reads for rules, in this order
 COLUMN = {name: i for i, name in enumerate(ROW_COLUMNS)}
 SEQ, KIND, ACTOR, STAGE = 0, 1, 2, 3
 
