@@ -13,7 +13,6 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from fractions import Fraction
-from itertools import islice
 from typing import Any
 
 import orjson
@@ -50,11 +49,10 @@ def compute_score(store: EventStore, ruleset: RuleSet, run_id: str, *, digest: s
     """The score document of ``run_id`` (or of its first ``upto`` events) under ``ruleset``."""
     info = store.run(run_id)
     count = info.event_count if upto is None else upto
-    rows: Iterator[tuple[Any, ...]] = ScoreStore(store).fact_rows(run_id)
-    if upto is not None:
-        rows = islice(rows, upto)
+    batches = ScoreStore(store).fact_batches(run_id, upto=upto)
     head = info.head_hash if upto is None or upto == info.event_count else store.hash_at(run_id, upto - 1)
-    return score_run(ruleset, rows, run_id=run_id, head_hash=head or "", event_count=count, ruleset_digest=digest)
+    return score_run(ruleset, batches, run_id=run_id, head_hash=head or "", event_count=count,
+                     ruleset_digest=digest)
 
 
 def score_runs(

@@ -79,6 +79,7 @@ def score_document(
     """Assemble the canonical score document from a run's findings (all of them, or the
     violations plus ``tallies`` counting the rest)."""
     digest = ruleset_digest or ruleset_hash(ruleset)
+    hashes = _rule_hashes(ruleset, digest)
     rules_out: list[dict[str, Any]] = []
     rule_scores: dict[str, tuple[int, Fraction | None]] = {}
     for rule in sorted(ruleset.rules, key=lambda r: r.id):
@@ -95,7 +96,7 @@ def score_document(
         rules_out.append({
             "id": rule.id,
             "version": rule.version,
-            "rule_hash": rule_hash(rule),
+            "rule_hash": hashes[rule.id],
             "template": rule.template,
             "pattern": rule.pattern,
             "checks": sorted(rule.checks),
@@ -134,18 +135,31 @@ def score_document(
     return ScoreDocument(run_id, digest, ENGINE_VERSION, head_hash, event_count, process, body, canonical_json(body))
 
 
+_RULE_HASHES: dict[str, dict[str, str]] = {}
+
+
+def _rule_hashes(ruleset: RuleSet, digest: str) -> dict[str, str]:
+    """Each rule's hash, computed once per rule set (keyed by the set's content hash)."""
+    hashes = _RULE_HASHES.get(digest)
+    if hashes is None:
+        hashes = _RULE_HASHES[digest] = {rule.id: rule_hash(rule) for rule in ruleset.rules}
+    return hashes
+
+
 def _subtotal(name: str, rules: list[Any], rule_scores: dict[str, tuple[int, Fraction | None]]) -> dict[str, Any]:
     ids = sorted(r.id for r in rules)
     return {"rules": ids, "score": rational(_weighted([rule_scores[i] for i in ids]))}
 
 
 def score_run(
-    ruleset: RuleSet, rows: Iterable[tuple[Any, ...]], *, run_id: str, head_hash: str, event_count: int,
-    ruleset_digest: str | None = None,
+    ruleset: RuleSet, batches: Iterable[Iterable[tuple[Any, ...]]], *, run_id: str, head_hash: str,
+    event_count: int, ruleset_digest: str | None = None,
 ) -> ScoreDocument:
-    """Evaluate ``ruleset`` over a run's fact rows and return its score document."""
+    """Evaluate ``ruleset`` over a run's fact rows (given in batches, in seq order) and
+    return its score document."""
     monitor = RunMonitor(ruleset, detail=False)
-    monitor.feed(rows)
+    for rows in batches:
+        monitor.feed(rows)
     findings = monitor.finish()
     return score_document(ruleset, findings, run_id=run_id, head_hash=head_hash, event_count=event_count,
                           ruleset_digest=ruleset_digest, tallies=monitor.tallies())

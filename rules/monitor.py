@@ -315,7 +315,7 @@ class _Response(_Keyed):
         if act is None and tgt is None and ddl is None:
             return None
         stage_scoped, a_key, within, emit = self.stage_scoped, self.a_key, self.within, self.emit
-        target_keys = self.target_keys
+        target_keys, t_single = self.target_keys, self.t_single
         pending, pending_by_part = self.pending, self.pending_by_part
 
         def on(row: tuple[Any, ...]) -> None:
@@ -324,7 +324,9 @@ class _Response(_Keyed):
                 return
             seq = row[SEQ]
             if tgt is not None and (tgt is True or tgt(row)):
-                for key in target_keys(row):
+                keys = target_keys(row) if t_single is None else (
+                    (None,) if t_single < 0 else ((row[t_single],) if row[t_single] is not None else ()))
+                for key in keys:
                     waiting = pending.pop((part, key), None)
                     if waiting:
                         pending_by_part[part].discard((part, key))

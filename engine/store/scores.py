@@ -45,22 +45,33 @@ class ScoreStore:
         self.store = store
         self.engine = store.engine
 
-    def fact_rows(self, run_id: str, batch: int = 20_000) -> Iterator[tuple[Any, ...]]:
-        """The run's typed fact rows in seq order: all rules ever read (no JSON parsing)."""
+    def fact_batches(self, run_id: str, *, upto: int | None = None,
+                     batch: int = 20_000) -> Iterator[list[tuple[Any, ...]]]:
+        """The run's typed fact rows in seq order (the first ``upto`` events, when given), in
+        batches: everything rules read, with no JSON parsing."""
         param = self.store.param
-        query = (f"SELECT {', '.join(FACT_ROW_COLUMNS)} FROM events WHERE run_id = {param} ORDER BY seq")
+        query = f"SELECT {', '.join(FACT_ROW_COLUMNS)} FROM events WHERE run_id = {param}"
+        params: tuple[Any, ...] = (run_id,)
+        if upto is not None:
+            query += f" AND seq < {param}"
+            params += (upto,)
         raw = self.engine.raw_connection()
         try:
             cursor = raw.driver_connection.cursor()
-            cursor.execute(query, (run_id,))
+            cursor.execute(query + " ORDER BY seq", params)
             while True:
                 rows = cursor.fetchmany(batch)
                 if not rows:
                     break
-                yield from rows
+                yield rows
             cursor.close()
         finally:
             raw.close()
+
+    def fact_rows(self, run_id: str, *, upto: int | None = None) -> Iterator[tuple[Any, ...]]:
+        """The run's typed fact rows in seq order, one by one."""
+        for rows in self.fact_batches(run_id, upto=upto):
+            yield from rows
 
     def save_ruleset(self, ruleset_hash: str, name: str, version: int, body: str) -> None:
         with self.engine.begin() as conn:
