@@ -207,3 +207,25 @@ def test_cli_score_explain_and_verify(tmp_path: Path) -> None:
     assert b"seq 5 [agent] completion_claim: claims done: ALL PASSED" in explained.stdout
     verified = subprocess.run([*PROCGRADE, "verify", "--db", url], check=True, capture_output=True, cwd=ROOT)
     assert b"1 stored scores reproduce byte for byte" in verified.stdout
+
+
+def test_cli_refuses_unknown_runs_and_a_bare_rescore(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path}/cli.db"
+    subprocess.run([*PROCGRADE, "ingest", "--db", url, str(EXAMPLE)], check=True, capture_output=True, cwd=ROOT)
+    unknown = subprocess.run([*PROCGRADE, "score", "--db", url, "todo-app-demo", "no-such-run"],
+                             capture_output=True, cwd=ROOT)
+    assert unknown.returncode == 1
+    assert unknown.stderr.strip() == b"procgrade: no run 'no-such-run' in the store"
+    store = open_store(url)
+    try:
+        assert ScoreStore(store).scores() == []  # nothing scored when one run is unknown
+    finally:
+        store.close()
+    bare = subprocess.run([*PROCGRADE, "rescore", "--db", url], capture_output=True, cwd=ROOT)
+    assert bare.returncode == 2 and b"--all" in bare.stderr
+    bad_rules = tmp_path / "bad.yaml"
+    bad_rules.write_text("name: x\nversion: 1\nrules: []\n")
+    refused = subprocess.run([*PROCGRADE, "score", "--db", url, "--rules", str(bad_rules), "todo-app-demo"],
+                             capture_output=True, cwd=ROOT)
+    assert refused.returncode == 1
+    assert refused.stderr.decode().startswith(f"{bad_rules}:3: rules: ")
