@@ -15,14 +15,11 @@ from pydantic import ValidationError
 
 from engine.canonical import canonical_json, sha256_hex
 from engine.chain import GENESIS, link
-from engine.facts import FACT_COLUMNS, extract_facts
+from engine.facts import extract_facts
 from engine.store import EventStore
-from engine.stored import STORED_COLUMNS, header_bytes, to_event
+from engine.stored import FACT_SLICE, header_bytes, to_event
 
 __all__ = ["LogVerification", "verify_log"]
-
-_FACTS = slice(STORED_COLUMNS.index(next(iter(FACT_COLUMNS))), STORED_COLUMNS.index(next(iter(FACT_COLUMNS))) + len(FACT_COLUMNS))
-
 
 @dataclass
 class LogVerification:
@@ -59,7 +56,7 @@ def verify_log(store: EventStore, run_id: str, *, max_problems: int = 20) -> Log
         payload_sha = sha256_hex(canonical_json(event.payload))
         if payload_sha != row[-2]:
             report.problems.append(f"seq {seq}: payload does not match its stored sha256")
-        if tuple(row[_FACTS]) != extract_facts(event):
+        if tuple(row[FACT_SLICE]) != extract_facts(event):
             report.problems.append(f"seq {seq}: typed fact columns differ from the event's facts")
         expected = link(prev, header_bytes(event))
         if expected != row[-1]:

@@ -17,7 +17,7 @@ from engine.chain import link
 from engine.events import Event, event_adapter
 from engine.facts import FACT_COLUMNS, extract_facts
 
-__all__ = ["STORED_COLUMNS", "StoredEvent", "to_stored", "to_event", "header_bytes"]
+__all__ = ["STORED_COLUMNS", "FACT_SLICE", "StoredEvent", "to_stored", "to_event", "header_bytes"]
 
 _ENVELOPE = ("run_id", "seq", "event_id", "ts", "kind", "actor", "stage", "parent_seq")
 _TRAILER = ("facts", "payload", "payload_sha256", "hash")
@@ -25,7 +25,8 @@ _TRAILER = ("facts", "payload", "payload_sha256", "hash")
 STORED_COLUMNS: tuple[str, ...] = _ENVELOPE + tuple(FACT_COLUMNS) + _TRAILER
 _envelope_of = operator.attrgetter(*_ENVELOPE)
 _NOT_FACTS = frozenset(_ENVELOPE) | {"payload_sha256"}
-_FACT_SLICE = slice(len(_ENVELOPE), len(_ENVELOPE) + len(FACT_COLUMNS))
+#: Where the typed fact columns sit in a stored row.
+FACT_SLICE = slice(len(_ENVELOPE), len(_ENVELOPE) + len(FACT_COLUMNS))
 
 
 class StoredEvent(NamedTuple):
@@ -48,12 +49,6 @@ class StoredEvent(NamedTuple):
     @property
     def payload_sha256(self) -> str:
         return self.row[-2]
-
-    def column(self, name: str) -> Any:
-        return self.row[STORED_COLUMNS.index(name)]
-
-    def facts_columns(self) -> tuple[Any, ...]:
-        return self.row[_FACT_SLICE]
 
 
 def _header(event: Event) -> tuple[dict[str, Any], bytes, str]:
