@@ -9,8 +9,7 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from engine.rescoring import compute_score
-from engine.scoring import display
+from engine.scoring import display, score_document
 from engine.store import EventStore
 from engine.store.scores import ScoreStore
 from engine.timeline import describe
@@ -28,10 +27,13 @@ def explain_run(store: EventStore, run_id: str, rules_path: Path | None = None, 
     activation) with each cited event described."""
     ruleset = load_ruleset(rules_path)
     events = {event.seq: event for event in store.events(run_id)}
+    info = store.run(run_id)
     monitor = RunMonitor(ruleset)
-    monitor.feed(ScoreStore(store).fact_rows(run_id))
+    for rows in ScoreStore(store).fact_batches(run_id):
+        monitor.feed(rows)
     findings = monitor.finish()
-    document = compute_score(store, ruleset, run_id)
+    document = score_document(ruleset, findings, run_id=run_id, head_hash=info.head_hash or "",
+                              event_count=info.event_count)
     summary = Table("rule", "pattern", "fulfilled", "violated", "vacuous", "score",
                     title=f"run {run_id} under rule set {ruleset.name}: process score "
                           f"{display(document.process_score)}")
