@@ -17,7 +17,7 @@ from engine.errors import (
 )
 from engine.events import EVENT_KINDS, AnyEvent, Event, event_adapter, events_json_schema, is_model_actor
 from engine.facts import EXTRACTOR_VERSION, FACT_COLUMNS, extract_facts
-from engine.ingest import IngestReport, ingest_native
+from engine.ingest import IngestReport, ingest_native, ingest_paths
 from engine.log_verification import LogVerification, verify_log
 from engine.native import dump_native, read_native
 from engine.store import AppendResult, EventStore, RunInfo, init_database, open_store
@@ -54,6 +54,7 @@ __all__ = [
     "verify_log",
     "init_database",
     "ingest_native",
+    "ingest_paths",
     "is_model_actor",
     "open_store",
     "read_native",

@@ -78,20 +78,38 @@ def init(db: DbOption = DEFAULT_DB) -> None:
 
 @app.command()
 def ingest(
-    paths: Annotated[list[Path], typer.Argument(help="Files to ingest.", show_default=False)],
-    format: Annotated[str, typer.Option("--format", "-f", help="Input format.")] = "native",
+    paths: Annotated[list[Path], typer.Argument(help="Files, directories or archives to ingest.", show_default=False)],
+    format: Annotated[str, typer.Option("--format", "-f", help="Input format: auto (detect per file), native, "
+                                        "or an importer's name (see `procgrade formats`).")] = "auto",
     seal: Annotated[bool, typer.Option(help="Seal each run after ingest: record its head, refuse later appends.")] = False,
     db: DbOption = DEFAULT_DB,
 ) -> None:
     """Ingest runs: each run whole or not at all; re-ingesting the same input is a no-op."""
-    from engine.ingest import FORMATS, ingest_native
+    from engine.ingest import formats, ingest_paths
 
-    if format not in FORMATS:
-        _fail(f"procgrade: unknown format {format!r} (known: {', '.join(FORMATS)})", 2)
+    if format not in formats():
+        _fail(f"procgrade: unknown format {format!r} (known: {', '.join(formats())})", 2)
     with _store(db, create=True) as store:
-        reports = ingest_native(store, paths, seal=seal)
-    for report in reports:
+        done = ingest_paths(store, paths, format=format, seal=seal)
+    for report in done.reports:
         out.print(report.summary, markup=False)
+    for label in done.unrecognised:
+        err.print(f"{label}: skipped: not in a known format", markup=False)
+
+
+@app.command("formats")
+def formats_command() -> None:
+    """List the input formats procgrade reads."""
+    from engine.importers import importers
+
+    table = Table(show_header=True, header_style="bold", box=None)
+    table.add_column("format")
+    table.add_column("importer version")
+    table.add_column("reads")
+    table.add_row("native", "-", "procgrade's own event JSONL")
+    for name, importer in importers().items():
+        table.add_row(name, importer.version, importer.title)
+    out.print(table)
 
 
 @app.command()

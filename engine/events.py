@@ -105,6 +105,17 @@ class HarnessInfo(_Strict):
     commit: ColumnText | None = None
 
 
+class ImportInfo(_Strict):
+    """Where an imported run came from and what the importer did to it."""
+
+    format: Annotated[ColumnText, Field(min_length=1, description="The importer that read the run.")]
+    importer_version: Annotated[ColumnText, Field(min_length=1)]
+    files: list[ColumnText] = Field(description="The source files, relative to the imported path, primary first.")
+    records: NonNegative = Field(description="Source records read.")
+    unparsed: NonNegative = Field(default=0, description="Malformed records kept as unparsed events.")
+    redactions: NonNegative = Field(default=0, description="Secrets replaced by the redaction marker before storing.")
+
+
 @event_kind
 class RunStarted(Event):
     """Opens a run (always seq 0) and records its provenance."""
@@ -119,6 +130,7 @@ class RunStarted(Event):
     dataset_hash: str | None = None
     image: str | None = None
     labels: dict[str, str] | None = None
+    imported: ImportInfo | None = Field(default=None, description="Set when an importer made the run from a harness log.")
 
 
 @event_kind
@@ -260,6 +272,72 @@ class Correction(Event):
 
     kind: Literal["correction"] = "correction"
     text: Text
+
+
+# --- what an importer kept without process meaning ------------------------------------------
+
+
+@event_kind
+class Unparsed(Event):
+    """A malformed source record the format tolerates: kept raw and counted, never dropped."""
+
+    kind: Literal["unparsed"] = "unparsed"
+    reason: Text
+    record: ColumnText | None = Field(default=None, description="Where it was: FILE:RECORD.")
+
+
+@event_kind
+class SourceRecord(Event):
+    """A well-formed source record with no process meaning (session metadata, usage, state
+    updates): kept so nothing of the original is lost; no rule reads it."""
+
+    kind: Literal["source_record"] = "source_record"
+    record_type: Annotated[ColumnText, Field(min_length=1, description="The source's own type name for the record.")]
+
+
+# --- outcomes --------------------------------------------------------------------------------
+
+#: An exact decimal or rational reward, as text: "1", "0", "0.75", "2/3".
+Reward = Annotated[str, Field(pattern=r"^-?(0|[1-9][0-9]*)((\.[0-9]+)|(/[1-9][0-9]*))?$")]
+
+
+@event_kind
+class AcceptanceVerdict(Event):
+    """The verdict of an outcome check on the run's product (hidden tests, a benchmark's
+    verifier, an eval scorer). Kept apart: evaluated (reward says how it went), rejected
+    (denylist), not submitted, timeout, infrastructure error, and no grade."""
+
+    FREE_FORM_FIELDS: ClassVar[frozenset[str]] = frozenset({"rewards", "details"})
+
+    kind: Literal["acceptance_verdict"] = "acceptance_verdict"
+    source: Annotated[ColumnText, Field(min_length=1, description="What produced it: swe-bench, harbor-verifier, inspect-scorer, ...")]
+    status: Literal["evaluated", "rejected", "not_submitted", "timeout", "infra_error", "no_grade"]
+    reward: Reward | None = Field(default=None, description="1 accepted, 0 not; fractional where the verifier grades partially.")
+    rewards: dict[str, Reward] | None = Field(default=None, description="Named rewards when the verifier gives several.")
+    scorer: ColumnText | None = None
+    value: ColumnText | None = Field(default=None, description="The scorer's own verdict value (C, I, resolved, ...).")
+    passed: NonNegative | None = None
+    failed: NonNegative | None = None
+    errored: NonNegative | None = None
+    skipped: NonNegative | None = None
+    suite_sha256: Sha256Hex | None = None
+    duration_ms: NonNegative | None = None
+    explanation: Text | None = None
+    details: dict[str, Any] | None = None
+
+
+@event_kind
+class TestResult(Event):
+    """One test's result in an outcome check (hidden test, FAIL_TO_PASS, parser result)."""
+
+    __test__ = False  # not a pytest test class
+    kind: Literal["test_result"] = "test_result"
+    test_id: Annotated[ColumnText, Field(min_length=1)]
+    outcome: Literal["passed", "failed", "error", "skipped"]
+    group: ColumnText | None = Field(default=None, description="The suite's grouping: FAIL_TO_PASS, PASS_TO_PASS, a file, ...")
+    source: ColumnText | None = None
+    duration_ms: NonNegative | None = None
+    message: Text | None = None
 
 
 def _build_union() -> Any:

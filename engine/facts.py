@@ -13,6 +13,7 @@ import posixpath
 from typing import Any
 
 from engine.events import (
+    AcceptanceVerdict,
     Command,
     Delegation,
     Event,
@@ -22,11 +23,12 @@ from engine.events import (
     JobPolled,
     JobStarted,
     Message,
+    TestResult,
     TestRun,
     WorkerReport,
 )
 
-__all__ = ["EXTRACTOR_VERSION", "FACT_COLUMNS", "extract_facts", "command_hash", "normal_path", "test_outcome"]
+__all__ = ["EXTRACTOR_VERSION", "FACT_COLUMNS", "extract_facts", "command_hash", "normal_path", "test_outcome", "verdict_outcome"]
 
 EXTRACTOR_VERSION = "1"
 
@@ -76,6 +78,14 @@ def test_outcome(event: TestRun) -> str | None:
     if event.passed or event.exit_code == 0:
         return "pass"
     return None
+
+
+def verdict_outcome(event: AcceptanceVerdict) -> str:
+    """pass only for an evaluated verdict with reward 1; fail for any other evaluated
+    reward; otherwise the status itself (rejected, timeout, ...), never a pass."""
+    if event.status != "evaluated":
+        return event.status
+    return "pass" if event.reward == "1" else "fail"
 
 
 def _exit_outcome(exit_code: int | None) -> str | None:
@@ -128,6 +138,9 @@ _EXTRACTORS: dict[type[Event], Any] = {
     JobPolled: _extractor(job_id=lambda e: e.job_id),
     JobFinished: _extractor(job_id=lambda e: e.job_id, exit_code=lambda e: e.exit_code, outcome=_exit_outcome_of,
                             path=lambda e: normal_path(e.output_path)),
+    AcceptanceVerdict: _extractor(outcome=verdict_outcome, tests_passed=lambda e: e.passed,
+                                  tests_failed=lambda e: e.failed, tests_errored=lambda e: e.errored),
+    TestResult: _extractor(outcome=lambda e: e.outcome),
 }
 
 

@@ -40,6 +40,7 @@ __all__ = ["EventStore", "RunInfo", "AppendResult"]
 _RUN_COLUMNS = (
     "run_id", "harness", "harness_version", "model", "task_id",
     "event_count", "head_hash", "sealed_event_count", "sealed_head_hash",
+    "source_format", "redactions", "unparsed",
 )
 
 
@@ -54,6 +55,10 @@ class RunInfo:
     head_hash: str | None
     sealed_event_count: int | None
     sealed_head_hash: str | None
+    #: Set for runs an importer made: its format, secrets redacted, malformed records kept.
+    source_format: str | None = None
+    redactions: int | None = None
+    unparsed: int | None = None
 
     @property
     def sealed(self) -> bool:
@@ -336,4 +341,6 @@ def _provenance(first: Event) -> dict[str, Any]:
         "harness_version": first.harness.version,
         "model": first.model,
         "task_id": first.task_id,
+        **({"source_format": first.imported.format, "redactions": first.imported.redactions,
+            "unparsed": first.imported.unparsed} if first.imported is not None else {}),
     }

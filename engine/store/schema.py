@@ -26,6 +26,9 @@ runs = Table(
     Column("head_hash", Text),
     Column("sealed_event_count", BigInteger),
     Column("sealed_head_hash", Text),
+    Column("source_format", Text),
+    Column("redactions", BigInteger),
+    Column("unparsed", BigInteger),
 )
 
 _FACT_TYPES = {"text": Text, "int": BigInteger}

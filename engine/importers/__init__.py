@@ -1,0 +1,76 @@
+"""Importers: real runs from the harnesses people use, read as procgrade events.
+
+One module per format family, each registering its importers (see ``base.py``);
+:data:`IMPORTER_MODULES` fixes the order in which ``--format auto`` asks them, most
+specific first (a Harbor trial directory before the ATIF trajectory inside it).
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from engine.errors import InputError
+from engine.importers.base import REGISTRY, Importer, Unit
+from engine.importers.source_tree import SourceTree
+
+__all__ = ["IMPORTER_MODULES", "importers", "get_importer", "Plan", "plan_imports"]
+
+IMPORTER_MODULES = (
+    "engine.importers.harbor",
+    "engine.importers.terminal_bench",
+    "engine.importers.claude_code",
+    "engine.importers.codex",
+    "engine.importers.openhands",
+    "engine.importers.swe_agent",
+    "engine.importers.inspect_ai",
+    "engine.importers.devai",
+)
+
+
+def importers() -> dict[str, Importer]:
+    """Every importer by name, in detection order."""
+    if not REGISTRY:
+        for module in IMPORTER_MODULES:
+            importlib.import_module(module)
+    return REGISTRY
+
+
+def get_importer(name: str) -> Importer:
+    known = importers()
+    if name not in known:
+        raise KeyError(f"unknown format {name!r} (known: {', '.join(known)})")
+    return known[name]
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Which importer reads which unit of a tree, and the files no importer recognised."""
+
+    tree: SourceTree
+    units: list[tuple[Importer, Unit]]
+    unrecognised: list[str]
+
+
+def plan_imports(tree: SourceTree, format: str = "auto", *, skip: Sequence[str] = ()) -> Plan:
+    """Assign the tree's selected files to importers (one named importer, or each in
+    detection order); companions are claimed with their primary file. ``skip`` are files
+    already handled elsewhere (native logs)."""
+    chosen = list(importers().values()) if format == "auto" else [get_importer(format)]
+    remaining = [f for f in tree.selected if f not in set(skip)]
+    claimed: set[str] = set()
+    units: list[tuple[Importer, Unit]] = []
+    for importer in chosen:
+        candidates = [f for f in remaining if f not in claimed]
+        for unit in importer.find(tree, candidates):
+            if any(f in claimed for f in unit.files):
+                continue
+            units.append((importer, unit))
+            claimed.update(unit.files)
+    unrecognised = [f for f in remaining if f not in claimed]
+    if not units and not skip:
+        tried = "any known format" if format == "auto" else f"the {format} format"
+        raise InputError(tree.label_root, None, None,
+                         f"nothing here is in {tried} (known: {', '.join(importers())}, native)")
+    return Plan(tree, sorted(units, key=lambda pair: pair[1].primary), unrecognised)

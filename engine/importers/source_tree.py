@@ -1,0 +1,244 @@
+"""What an importer reads from: a file, a directory or an archive, seen as one tree.
+
+Importers never open paths themselves. A :class:`SourceTree` lists the files
+(sorted, as relative POSIX paths), reads their bytes, parses JSON and JSONL
+strictly (NaN, Infinity and overflowing numbers are not JSON) and names every
+place for error messages: ``dir/file.jsonl:12`` or ``runs.tar.gz!trial/result.json``.
+A single file is a tree over its directory with only that file selected, so the
+companions a format keeps next to it (sub-agent transcripts, continuation files,
+outcome reports) are still found. Archives are read in memory, never extracted.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import posixpath
+import tarfile
+import zipfile
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from engine.errors import InputError
+
+__all__ = ["SourceTree", "JsonLine", "open_tree", "tree_of_bytes", "ARCHIVE_SUFFIXES", "strict_json"]
+
+ARCHIVE_SUFFIXES = (".zip", ".tar", ".tar.gz", ".tgz", ".tar.bz2", ".tar.xz")
+
+
+class _NotJson(ValueError):
+    pass
+
+
+def _refuse_constant(token: str) -> Any:
+    raise _NotJson(f"{token} is not JSON")
+
+
+def _finite(token: str) -> float:
+    value = float(token)
+    if math.isinf(value):
+        raise _NotJson(f"number {token} is not finite JSON")
+    return value
+
+
+def strict_json(data: bytes | str) -> Any:
+    """Parse RFC 8259 JSON exactly: big integers stay exact; NaN, Infinity and numbers
+    that overflow a double are refused (none has a canonical form). Raises ValueError."""
+    if isinstance(data, bytes):
+        data = data.decode("utf-8")
+    return json.loads(data, parse_constant=_refuse_constant, parse_float=_finite)
+
+
+@dataclass(frozen=True)
+class JsonLine:
+    """One non-blank line of a JSONL file: its value, or why it is not JSON."""
+
+    line: int
+    value: Any = None
+    error: str | None = None
+    text: str = ""
+
+
+class SourceTree:
+    """Files under one root, read-only. ``selected`` are the files the user pointed at."""
+
+    def __init__(self, label: str, files: dict[str, Any] | Callable[[], dict[str, Any]],
+                 selected: Sequence[str] | None = None, separator: str = "/",
+                 direct: dict[str, Any] | None = None) -> None:
+        self.label_root = label
+        # rel path -> Path (on disk) or bytes (archive member); a callable lists lazily
+        # (a single file's directory is only walked when an importer looks for companions).
+        self._listing = files
+        self._direct = direct or {}
+        self._separator = separator
+        if selected is None:
+            selected = list(self._all())
+        self.selected: tuple[str, ...] = tuple(sorted(selected))
+        self._json_cache: dict[str, Any] = {}
+
+    def _all(self) -> dict[str, Any]:
+        if callable(self._listing):
+            self._listing = self._listing()
+        return self._listing
+
+    # --- listing -------------------------------------------------------------------------------
+
+    def files(self) -> list[str]:
+        """Every file of the tree, sorted (companions included)."""
+        return sorted(self._all())
+
+    def exists(self, rel: str) -> bool:
+        return rel in self._direct or rel in self._all()
+
+    def under(self, folder: str) -> list[str]:
+        """Files below ``folder`` (a relative path), sorted."""
+        prefix = folder.rstrip("/") + "/" if folder not in ("", ".") else ""
+        return [name for name in self.files() if name.startswith(prefix)]
+
+    @staticmethod
+    def join(*parts: str) -> str:
+        """A relative path inside the tree (``a/b/../c`` is ``a/c``)."""
+        return posixpath.normpath(posixpath.join(*parts))
+
+    def label(self, rel: str) -> str:
+        """How errors name the file: the user's path joined with the member."""
+        if self._separator == "!":
+            return f"{self.label_root}!{rel}"
+        if len(self.selected) == 1 and self.selected[0] == rel and self.label_root.endswith(rel):
+            return self.label_root
+        return posixpath.join(self.label_root, rel) if self.label_root else rel
+
+    # --- reading -------------------------------------------------------------------------------
+
+    def read_bytes(self, rel: str) -> bytes:
+        source = self._direct.get(rel)
+        if source is None:
+            source = self._all().get(rel)
+        if source is None:
+            raise InputError(self.label(rel), None, None, "no such file")
+        if isinstance(source, bytes):
+            return source
+        try:
+            return Path(source).read_bytes()
+        except OSError as exc:
+            raise InputError(self.label(rel), None, None, f"cannot read: {exc.strerror or exc}") from exc
+
+    def text(self, rel: str) -> str:
+        data = self.read_bytes(rel)
+        try:
+            return data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            line = data.count(b"\n", 0, exc.start) + 1
+            raise InputError(self.label(rel), line, None, f"not UTF-8: byte 0x{data[exc.start]:02x}") from None
+
+    def json(self, rel: str) -> Any:
+        """The file parsed as one JSON document (cached); errors name the line."""
+        if rel not in self._json_cache:
+            text = self.text(rel)
+            try:
+                self._json_cache[rel] = strict_json(text)
+            except json.JSONDecodeError as exc:
+                raise InputError(self.label(rel), exc.lineno, None, f"invalid JSON: {exc.msg} (column {exc.colno})") from None
+            except ValueError as exc:
+                raise InputError(self.label(rel), None, None, f"invalid JSON: {exc}") from None
+        return self._json_cache[rel]
+
+    def try_json(self, rel: str) -> Any:
+        """The parsed document, or None when the file is not JSON (for sniffing)."""
+        try:
+            return self.json(rel)
+        except InputError:
+            return None
+
+    def jsonl(self, rel: str) -> list[JsonLine]:
+        """Every non-blank line, parsed; a line that is not JSON carries its error instead
+        (the importer decides whether its format tolerates that)."""
+        text = self.text(rel)
+        lines: list[JsonLine] = []
+        for number, raw in enumerate(text.split("\n"), start=1):
+            if not raw.strip():
+                continue
+            try:
+                lines.append(JsonLine(number, strict_json(raw), None, raw))
+            except json.JSONDecodeError as exc:
+                lines.append(JsonLine(number, None, f"invalid JSON: {exc.msg} (column {exc.colno})", raw))
+            except ValueError as exc:
+                lines.append(JsonLine(number, None, f"invalid JSON: {exc}", raw))
+        return lines
+
+    def first_json_line(self, rel: str, limit: int = 5) -> Any:
+        """The first parseable line of a JSONL file among its first ``limit`` (for sniffing)."""
+        try:
+            data = self.read_bytes(rel)
+        except InputError:
+            return None
+        for raw in data.split(b"\n", limit)[:limit]:
+            if raw.strip():
+                try:
+                    return strict_json(raw)
+                except (ValueError, UnicodeDecodeError):
+                    continue
+        return None
+
+
+def open_tree(path: Path | str) -> SourceTree:
+    """The tree for what the user named: a directory, an archive, or a single file."""
+    path = Path(path)
+    label = str(path)
+    if path.is_dir():
+        files = {p.relative_to(path).as_posix(): p for p in _walk(path)}
+        return SourceTree(label.rstrip("/"), files)
+    if not path.exists():
+        raise InputError(label, None, None, "no such file or directory")
+    name = path.name.lower()
+    if name.endswith(ARCHIVE_SUFFIXES):
+        return SourceTree(label, _archive_members(path), separator="!")
+    parent = path.parent
+    return SourceTree(label, lambda: {p.relative_to(parent).as_posix(): p for p in _walk(parent)},
+                      selected=[path.name], separator="/", direct={path.name: path})
+
+
+def _walk(root: Path) -> Iterator[Path]:
+    for entry in sorted(root.rglob("*")):
+        if entry.is_file() and not any(part.startswith(".") for part in entry.relative_to(root).parts):
+            yield entry
+
+
+def _archive_members(path: Path) -> dict[str, bytes]:
+    label = str(path)
+    members: dict[str, bytes] = {}
+    try:
+        if path.name.lower().endswith(".zip"):
+            with zipfile.ZipFile(path) as archive:
+                for info in archive.infolist():
+                    if not info.is_dir():
+                        members[_member_name(label, info.filename)] = archive.read(info)
+        else:
+            with tarfile.open(path) as archive:
+                for member in archive.getmembers():
+                    if member.isfile():
+                        handle = archive.extractfile(member)
+                        assert handle is not None
+                        members[_member_name(label, member.name)] = handle.read()
+    except (zipfile.BadZipFile, tarfile.TarError, EOFError, OSError) as exc:
+        raise InputError(label, None, None, f"unreadable archive: {exc}") from exc
+    return {name: members[name] for name in sorted(members) if not _hidden(name)}
+
+
+def _member_name(label: str, name: str) -> str:
+    normal = posixpath.normpath(name.replace("\\", "/"))
+    if normal.startswith(("/", "../")) or normal == "..":
+        raise InputError(f"{label}!{name}", None, None, "archive member points outside the archive")
+    return normal
+
+
+def _hidden(name: str) -> bool:
+    return any(part.startswith(".") or part == "__MACOSX" for part in name.split("/"))
+
+
+def tree_of_bytes(label: str, files: dict[str, bytes]) -> SourceTree:
+    """A tree over in-memory files (tests, nested archives)."""
+    return SourceTree(label, dict(sorted(files.items())), separator="!")
+
