@@ -310,7 +310,7 @@ class AcceptanceVerdict(Event):
     FREE_FORM_FIELDS: ClassVar[frozenset[str]] = frozenset({"rewards", "details"})
 
     kind: Literal["acceptance_verdict"] = "acceptance_verdict"
-    source: Annotated[ColumnText, Field(min_length=1, description="What produced it: swe-bench, harbor-verifier, inspect-scorer, ...")]
+    verifier: Annotated[ColumnText, Field(min_length=1, description="What produced it: swe-bench, harbor, inspect, procgrade-acceptance, ...")]
     status: Literal["evaluated", "rejected", "not_submitted", "timeout", "infra_error", "no_grade"]
     reward: Reward | None = Field(default=None, description="1 accepted, 0 not; fractional where the verifier grades partially.")
     rewards: dict[str, Reward] | None = Field(default=None, description="Named rewards when the verifier gives several.")
@@ -335,7 +335,7 @@ class TestResult(Event):
     test_id: Annotated[ColumnText, Field(min_length=1)]
     outcome: Literal["passed", "failed", "error", "skipped"]
     group: ColumnText | None = Field(default=None, description="The suite's grouping: FAIL_TO_PASS, PASS_TO_PASS, a file, ...")
-    source: ColumnText | None = None
+    verifier: ColumnText | None = None
     duration_ms: NonNegative | None = None
     message: Text | None = None
 
