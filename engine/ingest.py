@@ -40,7 +40,7 @@ class IngestReport:
     @property
     def summary(self) -> str:
         r = self.result
-        run = f"{self.source}: run {self.run_id} [{self.format}]"
+        run = f"{self.source} ({self.format}): run {self.run_id}"
         if r.no_op:
             return f"{run}: already stored ({r.event_count} events), nothing written"
         held = f", {r.already_stored} already stored" if r.already_stored else ""
