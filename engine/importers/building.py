@@ -33,7 +33,7 @@ from engine.events import EVENT_KINDS, TS_PATTERN, Event
 from engine.importers.redaction import Redactor
 from engine.importers.shell import file_effects
 from engine.importers.source_tree import SourceTree
-from engine.importers.test_runs import is_test_command, test_counts
+from engine.importers.test_runs import is_test_command, parse_test_counts
 
 __all__ = ["Record", "RunBuilder", "ImportedRun", "ImporterBug", "timestamp", "MISSING"]
 
@@ -285,7 +285,7 @@ class RunBuilder:
         output_sha = hashlib.sha256(output.encode()).hexdigest() if output is not None else None
         common = {"command": command, "exit_code": exit_code, "duration_ms": duration_ms, "output_sha256": output_sha}
         if is_test_command(command):
-            counts = test_counts(output) if output else None
+            counts = parse_test_counts(output) if output else None
             seq = self.add("test_run", actor=actor, source=source, ts=ts, parent=parent, **common,
                            **(counts._asdict() if counts else {}))
         else:

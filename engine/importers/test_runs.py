@@ -15,7 +15,7 @@ from typing import NamedTuple
 
 from engine.importers.shell import split_pipeline
 
-__all__ = ["TestCounts", "is_test_command", "test_counts"]
+__all__ = ["TestCounts", "is_test_command", "parse_test_counts"]
 
 
 class TestCounts(NamedTuple):
@@ -173,7 +173,7 @@ def _rspec(output: str) -> TestCounts | None:
 _PARSERS = (_pytest, _unittest, _cargo, _jest, _vitest, _mocha, _rspec, _go)
 
 
-def test_counts(output: str) -> TestCounts | None:
+def parse_test_counts(output: str) -> TestCounts | None:
     """Counts from the first runner summary recognised in ``output``, or None."""
     for parser in _PARSERS:
         counts = parser(output)
