@@ -117,12 +117,19 @@ def runs(db: DbOption = DEFAULT_DB) -> None:
     """List the stored runs."""
     with _store(db) as store:
         infos = store.runs()
-    table = Table("run", "harness", "model", "task", "events", "sealed", title=f"{len(infos)} runs")
+    table = Table("run", "format", "harness", "model", "task", "events", "unparsed", "redacted", "sealed",
+                  title=f"{len(infos)} runs")
     for info in infos:
         harness = " ".join(x for x in (info.harness, info.harness_version) if x) or "-"
-        table.add_row(*(Text(cell) for cell in (info.run_id, harness, info.model or "-", info.task_id or "-")),
-                      str(info.event_count), "yes" if info.sealed else "no")
+        table.add_row(*(Text(cell) for cell in (info.run_id, info.source_format or "native", harness,
+                                                info.model or "-", info.task_id or "-")),
+                      str(info.event_count), _count(info.unparsed), _count(info.redactions),
+                      "yes" if info.sealed else "no")
     out.print(table)
+
+
+def _count(value: int | None) -> str:
+    return "-" if value is None else str(value)
 
 
 @app.command()

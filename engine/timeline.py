@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from engine.events import (
-    Command, CompletionClaim, Compaction, Correction, Delegation, Event, FileEdit, FileRead,
-    JobFinished, JobPolled, JobStarted, Message, RunEnded, RunStarted, StageEnded, StageStarted,
-    TestRun, WorkerReport,
+    AcceptanceVerdict, Command, CompletionClaim, Compaction, Correction, Delegation, Event, FileEdit, FileRead,
+    JobFinished, JobPolled, JobStarted, Message, RunEnded, RunStarted, SourceRecord, StageEnded, StageStarted,
+    TestResult, TestRun, Unparsed, WorkerReport,
 )
-from engine.facts import test_outcome
+from engine.facts import test_outcome, verdict_outcome
 
 __all__ = ["describe"]
 
@@ -26,6 +26,10 @@ def describe(event: Event) -> str:
                 parts.append(f"model {event.model}")
             if event.task_id:
                 parts.append(f"task {event.task_id}")
+            if event.imported:
+                i = event.imported
+                parts.append(f"imported as {i.format} from {', '.join(i.files[:2])}{' …' if len(i.files) > 2 else ''}"
+                             f" ({i.records} records, {i.unparsed} unparsed, {i.redactions} secrets redacted)")
             return ", ".join(parts)
         case StageStarted():
             return f"stage {event.stage}" + (f": {event.title}" if event.title else "") + (
@@ -66,4 +70,17 @@ def describe(event: Event) -> str:
             return "claims done" + (f" ({event.scope})" if event.scope else "") + f": {_clip(event.claim, 70)}"
         case Correction():
             return f"correction: {_clip(event.text)}"
+        case AcceptanceVerdict():
+            counts = ", ".join(f"{n} {label}" for n, label in (
+                (event.passed, "passed"), (event.failed, "failed"), (event.errored, "errored"), (event.skipped, "skipped"),
+            ) if n is not None)
+            reward = f" reward {event.reward}" if event.reward is not None else ""
+            return (f"verdict {verdict_outcome(event)} by {event.verifier}{reward}"
+                    + (f" ({counts})" if counts else "") + (f": {event.value}" if event.value else ""))
+        case TestResult():
+            return f"test {event.outcome}: {_clip(event.test_id, 70)}" + (f" [{event.group}]" if event.group else "")
+        case Unparsed():
+            return f"unparsed record {event.record or ''}: {_clip(event.reason, 60)}"
+        case SourceRecord():
+            return f"kept {event.record_type} record"
     return event.kind
