@@ -64,8 +64,10 @@ def plan_imports(tree: SourceTree, format: str = "auto", *, skip: Sequence[str] 
     for importer in chosen:
         candidates = [f for f in remaining if f not in claimed]
         for unit in importer.find(tree, candidates):
-            if any(f in claimed for f in unit.files):
+            if unit.primary in claimed:
                 continue
+            if any(f in claimed for f in unit.companions):  # another unit got there first
+                unit = Unit(unit.primary, tuple(f for f in unit.companions if f not in claimed))
             units.append((importer, unit))
             claimed.update(unit.files)
     unrecognised = [f for f in remaining if f not in claimed]

@@ -305,7 +305,8 @@ class RunBuilder:
                                      edit_kind=effect.edit_kind, new_path=effect.new_path))
         return seqs
 
-    def keep(self, source: Record, record_type: str, *, actor: str = "harness", ts: str | None = None) -> int:
+    def keep(self, source: Record | Sequence[Record], record_type: str, *, actor: str = "harness",
+             ts: str | None = None) -> int:
         """A record with no process meaning (metadata, usage, state): kept, not scored."""
         return self.add("source_record", actor=actor, source=source, ts=ts, record_type=record_type)
 
