@@ -302,6 +302,29 @@ Reward = Annotated[str, Field(pattern=r"^-?(0|[1-9][0-9]*)((\.[0-9]+)|(/[1-9][0-
 
 
 @event_kind
+class AcceptanceStarted(Event):
+    """A hidden-test acceptance check begins on a submitted workspace."""
+
+    kind: Literal["acceptance_started"] = "acceptance_started"
+    task_id: Annotated[ColumnText, Field(min_length=1)]
+    suite_sha256: Sha256Hex = Field(description="Hash of the hidden suite (test and support files, names and bytes).")
+    backend: Annotated[ColumnText, Field(min_length=1, description="The sandbox back-end: docker, local.")]
+    workspace_sha256: Sha256Hex | None = Field(default=None, description="Hash of the submitted workspace as judged.")
+    milestone: ColumnText | None = None
+
+
+@event_kind
+class DenylistScan(Event):
+    """The static scan of the workspace's own imports against the task's denylist, run
+    before any hidden test is injected."""
+
+    kind: Literal["denylist_scan"] = "denylist_scan"
+    status: Literal["passed", "rejected"]
+    files_scanned: NonNegative
+    findings: list[ColumnText] | None = Field(default=None, description="FILE:LINE: banned name, one per hit.")
+
+
+@event_kind
 class AcceptanceVerdict(Event):
     """The verdict of an outcome check on the run's product (hidden tests, a benchmark's
     verifier, an eval scorer). Kept apart: evaluated (reward says how it went), rejected
