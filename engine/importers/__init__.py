@@ -31,10 +31,12 @@ IMPORTER_MODULES = (
 
 def importers() -> dict[str, Importer]:
     """Every importer by name, in detection order."""
-    if not REGISTRY:
-        for module in IMPORTER_MODULES:
-            importlib.import_module(module)
-    return REGISTRY
+    for module in IMPORTER_MODULES:  # each registers its importers once, on first import
+        importlib.import_module(module)
+    # Detection order is the module order, whatever order the modules happened to be imported in.
+    rank = {module: index for index, module in enumerate(IMPORTER_MODULES)}
+    ordered = sorted(REGISTRY.items(), key=lambda item: rank.get(type(item[1]).__module__, len(rank)))
+    return dict(ordered)
 
 
 def get_importer(name: str) -> Importer:

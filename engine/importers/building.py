@@ -291,30 +291,40 @@ class RunBuilder:
         else:
             seq = self.add("command", actor=actor, source=source, ts=ts, parent=parent, cwd=cwd, **common)
         if effects:
-            self.file_effects_of(command, actor=actor, source=source, parent=seq, ts=ts)
+            self.file_effects_of(command, actor=actor, source=source, parent=seq, ts=ts, cwd=cwd)
         return seq
 
     def file_effects_of(self, command: str, *, actor: str, source: Record | Sequence[Record],
-                        parent: int | None, ts: str | None = None) -> list[int]:
+                        parent: int | None, ts: str | None = None, cwd: str | None = None) -> list[int]:
+        """A ``file_read``/``file_edit`` per file the command line touches; relative paths
+        are taken from ``cwd`` when it is known (then made workspace-relative)."""
+
+        def seen_from_cwd(path: str | None) -> str | None:
+            if path is None or not cwd or path.startswith("/"):
+                return path
+            return posixpath.normpath(posixpath.join(cwd, path))
+
         seqs = []
         for effect in file_effects(command):
             if effect.action == "read":
-                seqs.append(self.add("file_read", actor=actor, source=source, parent=parent, ts=ts, path=effect.path))
+                seqs.append(self.add("file_read", actor=actor, source=source, parent=parent, ts=ts,
+                                     path=seen_from_cwd(effect.path)))
             else:
-                seqs.append(self.add("file_edit", actor=actor, source=source, parent=parent, ts=ts, path=effect.path,
-                                     edit_kind=effect.edit_kind, new_path=effect.new_path))
+                seqs.append(self.add("file_edit", actor=actor, source=source, parent=parent, ts=ts,
+                                     path=seen_from_cwd(effect.path), edit_kind=effect.edit_kind,
+                                     new_path=seen_from_cwd(effect.new_path)))
         return seqs
 
     def keep(self, source: Record | Sequence[Record], record_type: str, *, actor: str = "harness",
-             ts: str | None = None) -> int:
+             ts: str | None = None, stage: int | None | Any = MISSING) -> int:
         """A record with no process meaning (metadata, usage, state): kept, not scored."""
-        return self.add("source_record", actor=actor, source=source, ts=ts, record_type=record_type)
+        return self.add("source_record", actor=actor, source=source, ts=ts, stage=stage, record_type=record_type)
 
-    def unparsed(self, file: str, record: str | int, text: str, reason: str) -> int:
+    def unparsed(self, file: str, record: str | int, text: str, reason: str, *, ts: str | None = None) -> int:
         """A malformed record the format tolerates: kept as text, counted on the run."""
         rec = self.record(file, record, {"text": text})
         self._unparsed += 1
-        return self.add("unparsed", actor="system", source=rec, reason=reason, record=rec.where)
+        return self.add("unparsed", actor="system", source=rec, ts=ts, reason=reason, record=rec.where)
 
     def outcome(self, kind: str, *, source: Record | Sequence[Record], actor: str = "grader",
                 ts: str | None = None, parent: int | None = None, **fields: Any) -> None:
@@ -388,8 +398,9 @@ class RunBuilder:
         for name in ("path", "new_path"):
             if isinstance(fields.get(name), str):
                 fields[name] = self.workspace_path(fields[name])
-        if isinstance(fields.get("evidence"), list):
-            fields["evidence"] = [self.workspace_path(p) if isinstance(p, str) else p for p in fields["evidence"]]
+        for name in ("evidence", "context"):
+            if isinstance(fields.get(name), list):
+                fields[name] = [self.workspace_path(p) if isinstance(p, str) else p for p in fields[name]]
         record: dict[str, Any] = {
             "run_id": self.run_id, "seq": seq, "event_id": self._event_id(sources, seq), "kind": kind,
             "actor": actor, "payload": self._payload(sources, seq),

@@ -106,8 +106,9 @@ class SourceTree:
         """How errors name the file: the user's path joined with the member."""
         if self._separator == "!":
             return f"{self.label_root}!{rel}"
-        if len(self.selected) == 1 and self.selected[0] == rel and self.label_root.endswith(rel):
-            return self.label_root
+        if self._direct and len(self.selected) == 1 and self.label_root.endswith(self.selected[0]):
+            # a single-file tree is labelled by the file; its companions sit beside it
+            return self.label_root[: len(self.label_root) - len(self.selected[0])] + rel
         return posixpath.join(self.label_root, rel) if self.label_root else rel
 
     # --- reading -------------------------------------------------------------------------------
@@ -155,10 +156,16 @@ class SourceTree:
     def jsonl(self, rel: str) -> list[JsonLine]:
         """Every non-blank line, parsed; a line that is not JSON carries its error instead
         (the importer decides whether its format tolerates that)."""
-        text = self.text(rel)
+        data = self.read_bytes(rel)
         lines: list[JsonLine] = []
-        for number, raw in enumerate(text.split("\n"), start=1):
-            if not raw.strip():
+        for number, raw_bytes in enumerate(data.split(b"\n"), start=1):
+            if not raw_bytes.strip():
+                continue
+            try:
+                raw = raw_bytes.decode("utf-8")
+            except UnicodeDecodeError as exc:  # e.g. a character cut off by an interrupted write
+                lines.append(JsonLine(number, None, f"not UTF-8: byte 0x{raw_bytes[exc.start]:02x} at column {exc.start + 1}",
+                                      raw_bytes.decode("utf-8", errors="replace")))
                 continue
             try:
                 lines.append(JsonLine(number, strict_json(raw), None, raw))
