@@ -294,6 +294,7 @@ def test_redaction_is_idempotent(text: str) -> None:
         ("sed -i 's/a/b/' src/x.py", [("edit", "src/x.py", "modify")]),
         ("grep -n foo src/a.py", [("read", "src/a.py", None)]),
         ("grep -rn foo .", []),
+        ("grep -r 'class X' /workspace/pkg__1.0", []),
         ("cat > new.py <<'EOF'\nx = 1 > 0\nEOF", [("edit", "new.py", "create")]),
         ("echo hi >> log.txt", [("edit", "log.txt", "modify")]),
         ("rm -f a.py", [("edit", "a.py", "delete")]),

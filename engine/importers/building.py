@@ -59,6 +59,7 @@ class Record:
     def __init__(self, tree: SourceTree, file: str, record: str, data: Any, native_id: str | None) -> None:
         self.tree, self.file, self.record, self.data, self.native_id = tree, file, record, data, native_id
         self.first_seq: int | None = None
+        self.held_by_start = False
 
     @property
     def where(self) -> str:
@@ -240,6 +241,10 @@ class RunBuilder:
         self._start = {"harness": harness_info, "model": model, "model_settings": model_settings,
                        "task_id": task_id, "labels": labels, "ts": ts}
         self._start_sources = _as_records(source)
+        for rec in self._start_sources:  # seq 0 holds them whole; later events point back
+            if rec.first_seq is None:
+                rec.first_seq = 0
+                rec.held_by_start = True
 
     # --- events --------------------------------------------------------------------------------
 
@@ -382,7 +387,7 @@ class RunBuilder:
             entry: dict[str, Any] = {"file": rec.file, "record": rec.record}
             if rec.native_id is not None:
                 entry["id"] = rec.native_id
-            if rec.first_seq is None:
+            if rec.first_seq is None or (seq == 0 and rec.held_by_start):
                 rec.first_seq = seq
                 entry["raw"] = rec.data
             else:

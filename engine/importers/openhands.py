@@ -28,9 +28,15 @@ admission, kept as a summary message instead); ``think`` and the thought accompa
 each tool call are ``reasoning`` messages; ``delegate`` is a ``delegation`` whose
 sub-agent events (V0 shares one stream) are ``subagent:<id>`` until its report;
 condensations are ``compaction`` (harness, or agent when the agent asked for it).
-Outcomes: an evaluated ``report`` on the line (verifier ``openhands-eval``) or the
-SWE-bench ``report.json`` next to ``output.jsonl`` (verifier ``swe-bench``) with the
-per-test lists of ``eval_outputs/<instance>/report.json``.
+Paths are relative to the workspace root: ``/workspace``, or the runtime's working directory
+when the stream names it (V0 recall observation, V1 ``base_state.json``).
+
+An eval line ends with ``run_ended`` (its ``error``: the iteration/budget limit -> aborted,
+anything else -> error); a plain stream only when it records a terminal agent state /
+execution status. Outcomes: an evaluated ``report`` on the line (verifier
+``openhands-eval``) or the SWE-bench ``report.json`` next to ``output.jsonl`` (verifier
+``swe-bench``) with the per-test lists of ``eval_outputs/<instance>/report.json``; a
+``git_patch`` alone is no verdict (it stays in the kept raw line).
 """
 
 from __future__ import annotations
@@ -753,7 +759,7 @@ class _V0Mapper:
             outputs = args.get("outputs") if isinstance(args.get("outputs"), dict) else {}
             reason = outputs.get("reason") if isinstance(outputs.get("reason"), str) else None
             b.add("message", actor=actor, source=sources, ts=ts, parent=parent,
-                  text=reason or rec.get("message", str, required=False) or "(task rejected)", intent="answer")
+                  text=reason or rec.get("message", str, required=False) or "(task rejected)")
         elif kind == "delegate":
             self.delegate(rec, actor, args, ts, thought)
         elif kind in ("condensation", "condensation_request"):

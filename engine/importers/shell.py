@@ -146,6 +146,8 @@ def _program_effects(program: str, args: list[str]) -> list[FileEffect]:
     if program in _READERS:
         return [FileEffect("read", p) for p in _plain_operands(program, args) if _is_path(p)]
     if program in _PATTERN_READERS:
+        if program in ("grep", "egrep", "fgrep") and any(_recursive_flag(a) for a in args):
+            return []  # a recursive search reads a tree, not a file it names
         operands = _plain_operands(program, args)
         has_pattern_option = any(a in ("-e", "-f") for a in args)
         files = operands if has_pattern_option else operands[1:]
@@ -182,6 +184,12 @@ def _program_effects(program: str, args: list[str]) -> list[FileEffect]:
         operands = [p for p in _plain_operands("patch", args) if _is_path(p)]
         return [FileEffect("edit", operands[0], "modify")] if operands else []
     return []
+
+
+def _recursive_flag(arg: str) -> bool:
+    if arg in ("--recursive", "--dereference-recursive"):
+        return True
+    return arg.startswith("-") and not arg.startswith("--") and bool(set(arg[1:]) & {"r", "R"})
 
 
 def _looks_like_file(word: str) -> bool:
