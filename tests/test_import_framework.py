@@ -327,7 +327,7 @@ def test_renames_and_patches() -> None:
         ("python -m unittest discover", True), ("go test ./...", True), ("cargo test", True),
         ("npm test", True), ("npm run test:unit", True), ("yarn test", True), ("pnpm test", True),
         ("npx jest", True), ("npx vitest run", True), ("make test", True), ("python manage.py test", True),
-        ("bash run_tests.sh", True), ("timeout 60 pytest", True),
+        ("bash run_tests.sh", True), ("bash /tests/run-tests.sh", True), ("timeout 60 pytest", True),
         ("pip install pytest", False), ("npm run build", False), ("make", False),
         ("python manage.py runserver", False), ("python reproduce.py", False), ("cat test_a.py", False),
     ],

@@ -220,6 +220,11 @@ class RunBuilder:
         self._made_from: dict[int, int] = {}  # id(record) -> events made from it so far
         self._unparsed = 0
 
+    def add_file(self, rel: str) -> None:
+        """A file found while reading (a continuation, a sub-trajectory): listed on the run once."""
+        if rel not in self.files:
+            self.files.append(rel)
+
     # --- records -------------------------------------------------------------------------------
 
     def record(self, file: str, record: str | int, raw: Any, native_id: Any = None) -> Record:

@@ -28,7 +28,9 @@ How an ATIF trajectory maps (decisions worth knowing when reading a score):
   and shell file effects included); observation results are paired by
   ``source_call_id``. Terminus-2 records one result for the whole step (no
   ``source_call_id``): every command of the step gets that output, and an exit code
-  only when the screen text shows one (then only the step's last command).
+  only when the screen text shows one (then only the step's last command). The
+  directory a command ran in is read from the terminal prompt that echoes it (or the
+  last prompt before it), so relative paths after a ``cd`` resolve.
   Empty keystrokes (Terminus "wait" polls) are kept as ``source_record`` ``wait``,
   not counted as commands. File tools (``str_replace_editor``, ``Read``, ``Edit``,
   ``Write``, ...) become ``file_read``/``file_edit``; ``think`` a reasoning message;
@@ -69,6 +71,7 @@ from __future__ import annotations
 import json
 import posixpath
 import re
+import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
@@ -85,6 +88,7 @@ __all__ = ["HarborImporter", "AtifImporter", "AtifReader", "reward_text", "actor
 DEFAULT_WORKSPACE = "/app"
 _ATIF_HEAD = re.compile(rb'"schema_version"\s*:\s*"ATIF-v')
 _PROMPT_CWD = re.compile(r"(?m)^[\w.-]+@[\w.-]+:(/[^\s#$]*)[#$] ")
+_PROMPT_LINE = re.compile(r"(?m)^[\w.-]+@[\w.-]+:(/[^\s#$]*|~[^\s#$]*)[#$] ?(.*)$")
 _CONFIRM_QUESTION = "are you sure you want to mark the task as complete"
 _SUBMIT_MARKER = "COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"
 _EXIT_CODE_TAG = re.compile(r"(?m)^\[exit_code\]\s*(-?\d+)\s*$")
@@ -323,6 +327,7 @@ class AtifReader:
     tree: SourceTree
     builder: RunBuilder
     handoff_pending: bool = False
+    cwd: str | None = None  # the shell's directory, from the last terminal prompt seen
     compactions: int = 0
     _loaded: set[str] = field(default_factory=set)
     _embedded: dict[str, tuple[_Doc, int]] = field(default_factory=dict)
@@ -606,7 +611,8 @@ class AtifReader:
                 if command is None:
                     b.keep(rec, "wait", actor=actor, ts=ts)
                 else:
-                    b.command(command, actor=actor, source=rec, output=output, exit_code=exit_code, ts=ts)
+                    b.command(command, actor=actor, source=rec, output=output, exit_code=exit_code, ts=ts,
+                              cwd=self._cwd_of(command, output))
                     if _SUBMIT_MARKER in command:
                         b.add("completion_claim", actor=actor, source=rec, ts=ts, claim=command, scope="run")
             elif name == "mark_task_complete":
@@ -630,6 +636,11 @@ class AtifReader:
             elif not self._file_tool(rec, call, actor, ts, field_prefix):
                 b.keep(rec, f"tool_call:{call.name}", actor=actor, ts=ts)
 
+        for result in results:  # the directory the next command starts in
+            prompts = [m.group(1) for m in _PROMPT_LINE.finditer(_content_text(result.get("content")))]
+            if prompts:
+                self.cwd = prompts[-1] if prompts[-1].startswith("/") else None
+
         # What the harness answered that no command took (parse errors, the confirmation
         # question, the screen after a completion) is its message.
         if not used_shared:
@@ -638,6 +649,15 @@ class AtifReader:
             for ref in result.get("subagent_trajectory_ref") or []:
                 self._delegate(doc, rec, actor, ref, instruction="", report=_content_text(result.get("content")) or None,
                                ts=ts)
+
+    def _cwd_of(self, command: str, output: str | None) -> str | None:
+        """Where a command ran: the prompt that echoes it on the screen (``root@h:/app/src#
+        cat a.py``), else the directory of the last prompt seen before it."""
+        first = command.strip().splitlines()[0].strip() if command.strip() else ""
+        for m in _PROMPT_LINE.finditer(output or ""):
+            if first and m.group(2).strip() == first:
+                return m.group(1) if m.group(1).startswith("/") else None
+        return self.cwd
 
     @staticmethod
     def _is_shell(call: _Call) -> bool:
@@ -662,8 +682,6 @@ class AtifReader:
             if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
                 if len(value) >= 2 and value[0] in ("bash", "sh", "zsh") and value[1] in ("-lc", "-c"):
                     return " ".join(value[2:])
-                import shlex
-
                 return shlex.join(value)
         raise rec.error(f"{field_prefix}.command", "missing: a shell call needs a command")
 

@@ -37,7 +37,7 @@ _SUBCOMMAND_RUNNERS = {
     "swift": {"test"}, "sbt": {"test"}, "lein": {"test"}, "stack": {"test"}, "cabal": {"test"},
 }
 _MODULE_RUNNERS = {"pytest", "unittest", "nose", "nose2", "tox"}
-_SCRIPT_NAMES = re.compile(r"(^|/)(run_?tests?|runtests|test)\.(py|sh)$|(^|/)manage\.py$")
+_SCRIPT_NAMES = re.compile(r"(^|/)(run[_-]?tests?|runtests|test)\.(py|sh)$|(^|/)manage\.py$")
 
 
 def is_test_command(command: str) -> bool:
