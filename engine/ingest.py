@@ -85,7 +85,7 @@ def ingest_paths(store: EventStore, paths: Sequence[Path | str], *, format: str 
                     try:
                         result = writer.append(run.run_id, run.events, seal=seal)
                     except StoreError as exc:
-                        raise _locate_imported(exc, tree, run.places) from exc
+                        raise _locate_imported(exc, run.tree or tree, run.places) from exc
                     reports.append(IngestReport(tree.label(unit.primary), run.run_id, len(run.events), 0,
                                                 result, importer.name))
     return Ingested(reports, unrecognised)

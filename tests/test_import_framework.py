@@ -301,6 +301,7 @@ def test_redaction_is_idempotent(text: str) -> None:
         ("cd app && head -n 5 README.md 2>/dev/null", [("read", "README.md", None)]),
         ("python -m pytest -q 2>&1 | tail -5", []),
         ("echo 'unbalanced", []),
+        ("mkdir d\ntouch d/f\ncat 'two\nlines.txt'", [("edit", "d/f", "create"), ("read", "two\nlines.txt", None)]),
     ],
 )
 def test_file_effects_of_shell_commands(command: str, effects: list[tuple[str, str, str | None]]) -> None:
@@ -327,7 +328,7 @@ def test_renames_and_patches() -> None:
         ("python -m unittest discover", True), ("go test ./...", True), ("cargo test", True),
         ("npm test", True), ("npm run test:unit", True), ("yarn test", True), ("pnpm test", True),
         ("npx jest", True), ("npx vitest run", True), ("make test", True), ("python manage.py test", True),
-        ("bash run_tests.sh", True), ("bash /tests/run-tests.sh", True), ("timeout 60 pytest", True),
+        ("cd app\npytest -q", True), ("bash run_tests.sh", True), ("bash /tests/run-tests.sh", True), ("timeout 60 pytest", True),
         ("pip install pytest", False), ("npm run build", False), ("make", False),
         ("python manage.py runserver", False), ("python reproduce.py", False), ("cat test_a.py", False),
     ],

@@ -178,6 +178,8 @@ class ImportedRun:
     events: list[Event] = field(default_factory=list)
     places: list[tuple[str, str]] = field(default_factory=list)  # (file, record) per seq
     tree_label: str = ""
+    #: The tree the places are in (an importer may read an inner tree, e.g. a zip inside the path).
+    tree: SourceTree | None = None
 
     def place_of(self, seq: int) -> str:
         if not 0 <= seq < len(self.places):
@@ -370,7 +372,7 @@ class RunBuilder:
         place = ((start_sources[0].file, start_sources[0].record) if start_sources
                  else (self.files[0] if self.files else "-", ""))
         return ImportedRun(self.run_id, self.format, self.files, [first, *self._events], [place, *self._places],
-                           self.tree.label_root)
+                           self.tree.label_root, self.tree)
 
     # --- internals -----------------------------------------------------------------------------
 

@@ -39,8 +39,9 @@ shell tools (``bash``, ``bash_session`` type_submit, ...) and ``python`` -> ``co
 ``source_record`` (actor the model). Sandbox events inside a tool's span are that call's
 implementation: the tool record is primary and the sandbox records are cited with it (a
 shell tool's exit code is the sandbox exec's ``result``; ``inspect-tool-support``
-plumbing execs are cited, never counted as commands); a sandbox exec outside any tool is
-a ``command`` of the harness (the grader inside a scorer); ``read_file``/``write_file``
+plumbing execs are cited, never counted as commands; a multi-line command line is read
+line by line, see :func:`shell_command`); a sandbox exec outside any tool is a
+``command`` of the harness (the grader inside a scorer); ``read_file``/``write_file``
 -> ``file_read``/``file_edit``. ``subtask`` -> ``delegation`` (by the harness: solver code
 starts subtasks) and ``worker_report``; ``compaction`` -> ``compaction``;
 ``state``/``store``/``logger``/``info``/``input``/``approval``/``error``/``sample_limit``

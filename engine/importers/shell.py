@@ -18,6 +18,7 @@ from engine.importers.patches import FileEffect, patch_effects
 __all__ = ["FileEffect", "split_pipeline", "file_effects", "exit_code_from_text"]
 
 _SEPARATORS = {";", "&&", "||", "|", "&", "\n", "|&", "(", ")"}
+_SEPARATOR_CHARS = set(";&|()\n")
 _REDIRECTS = {">", ">>", "&>", ">|", "1>", "2>", "2>>", "1>>"}
 
 # Commands whose plain operands are files they read.
@@ -35,7 +36,9 @@ def split_pipeline(command: str) -> list[list[str]]:
     Heredoc bodies are cut off first: they are data, not commands."""
     body_free = _HEREDOC.sub(lambda m: m.group(1), command)
     try:
-        lexer = shlex.shlex(body_free, posix=True, punctuation_chars=";&|()<>")
+        # A newline ends a command as ";" does: "cd x\npytest" is two commands.
+        lexer = shlex.shlex(body_free, posix=True, punctuation_chars=";&|()<>\n")
+        lexer.whitespace = " \t\r"
         lexer.whitespace_split = True
         lexer.commenters = ""
         words = list(lexer)
@@ -43,7 +46,7 @@ def split_pipeline(command: str) -> list[list[str]]:
         return []
     commands: list[list[str]] = [[]]
     for word in words:
-        if word in _SEPARATORS:
+        if word in _SEPARATORS or set(word) <= _SEPARATOR_CHARS:
             commands.append([])
         else:
             commands[-1].append(word)
