@@ -27,6 +27,8 @@ demo: $(VENV)/.installed-base
 	$(BIN)/procgrade show --db $(DEMO_DB) todo-app-demo
 	$(BIN)/procgrade verify-log --db $(DEMO_DB) todo-app-demo
 	$(BIN)/procgrade ingest --db $(DEMO_DB) tests/fixtures/planted/claim-backed-by-passing-test/fault.jsonl tests/fixtures/planted/no-repeated-failing-command/fault.jsonl
+	$(BIN)/procgrade ingest --db $(DEMO_DB) tests/fixtures/imports
+	$(BIN)/procgrade runs --db $(DEMO_DB)
 	$(BIN)/procgrade rescore --all --db $(DEMO_DB)
 	$(BIN)/procgrade explain --db $(DEMO_DB) planted-claim-backed-by-passing-test-fault
 	$(BIN)/procgrade verify --db $(DEMO_DB)

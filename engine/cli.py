@@ -27,7 +27,8 @@ app = typer.Typer(
 schema_app = typer.Typer(help="Print the JSON Schema of procgrade's input formats.", no_args_is_help=True)
 app.add_typer(schema_app, name="schema")
 
-out = Console(highlight=False, soft_wrap=True)
+# Piped output (CI logs, files) gets wide tables instead of rich's 80-column default.
+out = Console(highlight=False, soft_wrap=True, width=None if sys.stdout.isatty() else 200)
 err = Console(stderr=True, highlight=False, soft_wrap=True)
 
 DbOption = Annotated[
@@ -93,8 +94,9 @@ def ingest(
         done = ingest_paths(store, paths, format=format, seal=seal)
     for report in done.reports:
         out.print(report.summary, markup=False)
-    for label in done.unrecognised:
-        err.print(f"{label}: skipped: not in a known format", markup=False)
+    if done.unrecognised:
+        shown = ", ".join(done.unrecognised[:5]) + (f" and {len(done.unrecognised) - 5} more" if len(done.unrecognised) > 5 else "")
+        err.print(f"{len(done.unrecognised)} file(s) skipped, not in a known format: {shown}", markup=False)
 
 
 @app.command("formats")
@@ -117,8 +119,10 @@ def runs(db: DbOption = DEFAULT_DB) -> None:
     """List the stored runs."""
     with _store(db) as store:
         infos = store.runs()
-    table = Table("run", "format", "harness", "model", "task", "events", "unparsed", "redacted", "sealed",
-                  title=f"{len(infos)} runs")
+    table = Table(title=f"{len(infos)} runs")
+    table.add_column("run", overflow="fold")  # run ids are the handles users copy: never cut them
+    for header in ("format", "harness", "model", "task", "events", "unparsed", "redacted", "sealed"):
+        table.add_column(header)
     for info in infos:
         harness = " ".join(x for x in (info.harness, info.harness_version) if x) or "-"
         table.add_row(*(Text(cell) for cell in (info.run_id, info.source_format or "native", harness,
@@ -334,6 +338,73 @@ def schema_events() -> None:
     from engine.events import events_json_schema
 
     sys.stdout.buffer.write(orjson.dumps(events_json_schema(), option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS) + b"\n")
+
+
+# --- hidden-test acceptance (oracles/) --------------------------------------------------------
+
+task_app = typer.Typer(help="Task packages for the hidden-test acceptance oracle.", no_args_is_help=True)
+app.add_typer(task_app, name="task")
+
+BackendOption = Annotated[str, typer.Option("--backend", help="Sandbox back-end (local).")]
+
+
+@app.command()
+def accept(
+    task: Annotated[Path, typer.Option("--task", help="Task package folder (tasks/<id>/).", show_default=False)],
+    workspace: Annotated[Path, typer.Option("--workspace", help="The submitted workspace folder.", show_default=False)],
+    run: Annotated[Optional[str], typer.Option("--run", help="Append the check to this stored run "
+                                               "(default: an outcome-only run acceptance/<task>/<workspace hash>).")] = None,
+    backend: BackendOption = "local",
+    submit_file: Annotated[Optional[Path], typer.Option("--submit-file", help="The submit marker, when the task "
+                                                        "requires one and it is not at its path in the workspace.")] = None,
+    timeout: Annotated[Optional[float], typer.Option("--timeout", min=0.1, help="Override judge_timeout_sec.")] = None,
+    db: DbOption = DEFAULT_DB,
+) -> None:
+    """Judge a workspace against a task's hidden tests and record the verdict (exit 0 only when accepted)."""
+    from oracles.acceptance import accept as accept_workspace
+
+    if not workspace.is_dir():
+        _fail(f"procgrade: the workspace {workspace} is not a folder", 2)
+    with _store(db, create=True) as store:
+        verdict = accept_workspace(store, task, workspace, run, backend, submit_file=submit_file, timeout_sec=timeout)
+    result = verdict.result
+    counts = ", ".join(f"{n} {label}" for n, label in ((result.passed, "passed"), (result.failed, "failed"),
+                                                       (result.errored, "errored"), (result.skipped, "skipped"))
+                       if n is not None)
+    out.print(Text(f"{verdict.run_id}: acceptance check {verdict.attempt + 1} on task {result.task_id}: "
+                   f"{result.status}, reward {result.reward or 'none'}" + (f" ({counts})" if counts else "")))
+    out.print(Text(f"suite {result.suite_sha256[:16]}  workspace {(result.workspace_sha256 or '-')[:16]}  "
+                   f"back-end {result.backend}  {result.duration_ms} ms  {len(verdict.events)} events appended"))
+    out.print(Text(result.explanation))
+    if not result.accepted:
+        raise typer.Exit(1)
+
+
+@task_app.command("validate")
+def task_validate(
+    directory: Annotated[Path, typer.Argument(help="Task package folder.")],
+    backend: BackendOption = "local",
+) -> None:
+    """Judge every control of a task package; exit 1 unless each gets its expected reward."""
+    from oracles.acceptance import validate_task
+
+    task, checks = validate_task(directory, backend)
+    table = Table("control", "expected", "status", "reward", "passed", "failed", "errored", "ok",
+                  title=f"task {task.task_id}: suite {task.suite_sha256[:16]}, {len(task.tests.test_files)} test files")
+    for check in checks:
+        r = check.result
+        table.add_row(check.name, str(check.expected_reward), r.status, r.reward or "-",
+                      *("-" if n is None else str(n) for n in (r.passed, r.failed, r.errored)),
+                      Text("yes", style="green") if check.ok else Text("NO", style="bold red"))
+    out.print(table)
+    for check in checks:
+        out.print(Text(f"{check.name}: {check.problem + ': ' if check.problem else ''}{check.result.explanation}"))
+    bad = [c.name for c in checks if not c.ok]
+    if not checks:
+        _fail(f"procgrade: task {task.task_id} has no controls to validate")
+    if bad:
+        _fail(f"procgrade: {len(bad)} of {len(checks)} controls did not get their expected verdict: {', '.join(bad)}")
+    out.print(f"all {len(checks)} controls get their expected verdict")
 
 
 def main() -> None:
