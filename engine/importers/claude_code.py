@@ -82,9 +82,9 @@ import json
 import posixpath
 import re
 from dataclasses import dataclass, field
-from decimal import Decimal
 from typing import Any
 
+from engine.exact import decimal_text
 from engine.importers.base import Importer, Unit, register
 from engine.importers.building import ImportedRun, Record, RunBuilder, timestamp
 from engine.importers.shell import exit_code_from_text
@@ -1201,6 +1201,4 @@ def _usage_totals(lines: list[_Line]) -> dict[str, str]:
 
 
 def _number_text(value: int | float) -> str:
-    if isinstance(value, int):
-        return str(value)
-    return format(Decimal(repr(value)).normalize(), "f")
+    return decimal_text(value)

@@ -45,12 +45,12 @@ import os
 import posixpath
 import re
 from collections.abc import Sequence
-from decimal import Decimal
 from typing import Any
 
 import jsonschema
 
 from engine.errors import InputError
+from engine.exact import decimal_text
 from engine.importers.base import Importer, Unit, register
 from engine.importers.building import ImportedRun, Record, RunBuilder
 from engine.importers.inspect_ai import shell_command
@@ -444,10 +444,7 @@ def _file_event(b: RunBuilder, rec: Record, actor: str, kind: str, path: str, pa
 
 def _number_text(value: int | float) -> str:
     """The number as the file writes it (a float's shortest round-trip form, never an exponent)."""
-    if isinstance(value, int):
-        return str(value)
-    text = repr(value)
-    return format(Decimal(text), "f") if "e" in text or "E" in text else text
+    return decimal_text(value)
 
 
 def _clean_id(name: str) -> str:

@@ -74,10 +74,10 @@ import re
 import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from engine.errors import InputError
+from engine.exact import decimal_text
 from engine.importers.base import Importer, Unit, register
 from engine.importers.building import ImportedRun, Record, RunBuilder, timestamp
 from engine.importers.shell import exit_code_from_text
@@ -114,13 +114,9 @@ def reward_text(value: Any, rec: Record, field_name: str) -> str:
     if isinstance(value, bool) or not isinstance(value, (int, float, str)):
         raise rec.error(field_name, f"expected a number, got {type(value).__name__} {value!r}"[:120])
     try:
-        number = Decimal(repr(value)) if isinstance(value, float) else Decimal(str(value).strip())
-    except InvalidOperation:
-        raise rec.error(field_name, f"expected a number, got {value!r}"[:120]) from None
-    if not number.is_finite():
-        raise rec.error(field_name, f"expected a finite number, got {value!r}")
-    text = format(number.normalize(), "f")
-    return "0" if text in ("-0", "0") else text
+        return decimal_text(value)
+    except ValueError as exc:
+        raise rec.error(field_name, f"expected a finite number: {exc}"[:120]) from None
 
 
 def actor_id(raw: str) -> str:

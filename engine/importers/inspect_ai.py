@@ -68,10 +68,10 @@ import zipfile
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
-from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from engine.errors import InputError
+from engine.exact import decimal_text
 from engine.importers.base import Importer, Unit, register
 from engine.importers.building import ImportedRun, Record, RunBuilder, timestamp
 from engine.importers.shell import file_effects
@@ -958,8 +958,7 @@ def _scalar_text(value: Any) -> str | None:
 
 
 def _decimal(value: int | float) -> str:
-    number = Decimal(value) if isinstance(value, int) else Decimal(repr(value))
-    return format(number.normalize(), "f")
+    return decimal_text(value)
 
 
 def score_reward(value: Any) -> tuple[str | None, str | None, dict[str, str] | None]:
@@ -988,9 +987,6 @@ def _text_reward(text: str) -> str | None:
     if stripped.lower() in _WORD_REWARDS:
         return _WORD_REWARDS[stripped.lower()]
     try:
-        number = Decimal(stripped)
-    except InvalidOperation:
+        return decimal_text(stripped)
+    except ValueError:
         return None
-    if not number.is_finite():
-        return None
-    return format(number.normalize(), "f")
