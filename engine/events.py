@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any, ClassVar, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationInfo, field_validator
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationInfo, field_validator, model_validator
 
 __all__ = [
     "Event",
@@ -361,6 +361,47 @@ class TestResult(Event):
     verifier: ColumnText | None = None
     duration_ms: NonNegative | None = None
     message: Text | None = None
+
+
+# --- grades: people and judges grading the run ----------------------------------------------
+
+#: The layers of a grade. The Arena's human grade (seed 002): a per-round score (-2..+1), a
+#: fix-effect score on fix rounds (-2..0), five binary checks per round, rubric dimensions and
+#: eight behaviour patterns over the whole task, and a 5-point overall grade; DevAI's
+#: requirement-level judgments (satisfied or not) and preferences; and a whole-run outcome.
+GRADE_LAYERS = ("round", "fix_effect", "check", "rubric", "pattern", "overall", "requirement", "preference",
+                "outcome")
+
+
+@event_kind
+class Grade(Event):
+    """One grade on one dimension of the run, by a person (``human``, ``human:<id>``) or a
+    judge (``judge``, ``judge:<id>``); the round it grades is the envelope's ``stage``.
+    Binary grades set ``passed``; ordinal grades set ``value`` on ``scale_min..scale_max``."""
+
+    kind: Literal["grade"] = "grade"
+    layer: Literal["round", "fix_effect", "check", "rubric", "pattern", "overall", "requirement", "preference",
+                   "outcome"]
+    item: ColumnText | None = Field(default=None, description="Check, rubric dimension, pattern or requirement id.")
+    value: Int64 | None = None
+    scale_min: Int64 | None = None
+    scale_max: Int64 | None = None
+    passed: bool | None = None
+    criteria: Text | None = Field(default=None, description="The standard graded against.")
+    prerequisites: list[ColumnText] | None = Field(default=None, description="Items this one depends on (DevAI's DAG).")
+    category: ColumnText | None = None
+    rationale: Text | None = None
+    shortcomings: Text | None = None
+    sheet: ColumnText | None = Field(default=None, description="The grade sheet or judgment set it came from.")
+
+    @model_validator(mode="after")
+    def _on_scale(self) -> "Grade":
+        low, high, value = self.scale_min, self.scale_max, self.value
+        if low is not None and high is not None and low > high:
+            raise ValueError(f"scale_min {low} is above scale_max {high}")
+        if value is not None and ((low is not None and value < low) or (high is not None and value > high)):
+            raise ValueError(f"value {value} is outside the scale {low}..{high}")
+        return self
 
 
 def _build_union() -> Any:

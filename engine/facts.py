@@ -19,6 +19,7 @@ from engine.events import (
     Event,
     FileEdit,
     FileRead,
+    Grade,
     JobFinished,
     JobPolled,
     JobStarted,
@@ -141,6 +142,7 @@ _EXTRACTORS: dict[type[Event], Any] = {
     AcceptanceVerdict: _extractor(outcome=verdict_outcome, tests_passed=lambda e: e.passed,
                                   tests_failed=lambda e: e.failed, tests_errored=lambda e: e.errored),
     TestResult: _extractor(outcome=lambda e: e.outcome),
+    Grade: _extractor(outcome=lambda e: None if e.passed is None else ("pass" if e.passed else "fail")),
 }
 
 

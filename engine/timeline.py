@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from engine.events import (
     AcceptanceVerdict, Command, CompletionClaim, Compaction, Correction, Delegation, Event, FileEdit, FileRead,
-    JobFinished, JobPolled, JobStarted, Message, RunEnded, RunStarted, SourceRecord, StageEnded, StageStarted,
+    Grade, JobFinished, JobPolled, JobStarted, Message, RunEnded, RunStarted, SourceRecord, StageEnded, StageStarted,
     TestResult, TestRun, Unparsed, WorkerReport,
 )
 from engine.facts import test_outcome, verdict_outcome
@@ -81,6 +81,12 @@ def describe(event: Event) -> str:
             return f"test {event.outcome}: {_clip(event.test_id, 70)}" + (f" [{event.group}]" if event.group else "")
         case Unparsed():
             return f"unparsed record {event.record or ''}: {_clip(event.reason, 60)}"
+        case Grade():
+            what = f"{event.layer}" + (f" {event.item}" if event.item else "")
+            given = ("passed" if event.passed else "failed") if event.passed is not None else (
+                f"{event.value}" + (f" on {event.scale_min}..{event.scale_max}" if event.scale_min is not None else "")
+                if event.value is not None else "-")
+            return f"grade {what}: {given}" + (f" ({_clip(event.rationale, 50)})" if event.rationale else "")
         case SourceRecord():
             return f"kept {event.record_type} record"
     return event.kind
