@@ -1,0 +1,183 @@
+"""The analysis view of the store: one record per run, with what analysis compares.
+
+Analysis (outcome metrics, process-vs-outcome rankings, calibration, reports)
+never reads raw events. It reads :class:`RunView`s: the run's provenance (the
+fields runs are grouped by), its process score under one rule set at the run's
+current head, and its outcome and grade events in seq order. A score stored for
+exactly that head, rule set and engine version is reused; otherwise the score is
+computed from the log in memory (nothing is written), so a run whose log grew
+(grades or verdicts appended) is never judged by a stale document.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any
+
+from sqlalchemy import select
+
+from engine.canonical import canonical_json, parse_json
+from engine.events import AcceptanceVerdict, Event, Grade, RunStarted, TestResult
+from engine.facts import verdict_outcome
+from engine.rescoring import compute_score
+from engine.store import EventStore
+from engine.store.schema import events as events_table
+from engine.store.scores import ScoreStore
+from engine.stored import STORED_COLUMNS, to_event
+from engine.version import __version__ as ENGINE_VERSION
+from rules.identity import ruleset_hash
+from rules.model import RuleSet
+
+__all__ = ["RunView", "ProcessScore", "load_runs", "group_key", "GROUPING_FIELDS"]
+
+#: Event kinds analysis reads besides run_started.
+_ANALYSED_KINDS = ("acceptance_verdict", "test_result", "grade")
+
+#: Provenance fields runs can be grouped by (``settings.<key>`` and ``labels.<key>`` too).
+GROUPING_FIELDS = ("model", "harness", "harness_version", "task_id", "format", "run_id")
+
+
+@dataclass(frozen=True)
+class ProcessScore:
+    """A run's process score under one rule set, from its score document."""
+
+    ruleset_hash: str
+    total: Fraction | None
+    rules: dict[str, Fraction | None]
+    checks: dict[str, Fraction | None]
+    patterns: dict[str, Fraction | None]
+    violations: dict[str, int]
+    stored: bool  # True when read from a stored document, False when computed now
+
+
+@dataclass(frozen=True)
+class RunView:
+    run_id: str
+    event_count: int
+    head_hash: str | None
+    harness: str | None
+    harness_version: str | None
+    model: str | None
+    task_id: str | None
+    format: str
+    settings: dict[str, Any] = field(default_factory=dict)
+    labels: dict[str, str] = field(default_factory=dict)
+    process: ProcessScore | None = None
+    verdicts: tuple[AcceptanceVerdict, ...] = ()
+    test_results: tuple[TestResult, ...] = ()
+    grades: tuple[Grade, ...] = ()
+
+    def field(self, name: str) -> str | None:
+        """A provenance field by name: ``model``, ``harness``, ``task_id``, ``format``,
+        ``settings.<key>`` (canonical JSON of the value) or ``labels.<key>``."""
+        if name.startswith("settings."):
+            key = name.removeprefix("settings.")
+            return canonical_json(self.settings[key]).decode() if key in self.settings else None
+        if name.startswith("labels."):
+            return self.labels.get(name.removeprefix("labels."))
+        if name not in GROUPING_FIELDS:
+            raise KeyError(f"unknown grouping field {name!r} (known: {', '.join(GROUPING_FIELDS)}, settings.<key>, labels.<key>)")
+        return getattr(self, name)
+
+    @property
+    def verdict(self) -> AcceptanceVerdict | None:
+        """The run's last acceptance verdict (the latest check decides), or None."""
+        return self.verdicts[-1] if self.verdicts else None
+
+    @property
+    def outcome(self) -> str | None:
+        """pass / fail / the verdict's status (no_grade, timeout, ...), or None when unjudged."""
+        return None if self.verdict is None else verdict_outcome(self.verdict)
+
+
+def group_key(run: RunView, by: str) -> str:
+    value = run.field(by)
+    return "(none)" if value is None else value
+
+
+def load_runs(store: EventStore, ruleset: RuleSet | None = None, run_ids: Sequence[str] | None = None) -> list[RunView]:
+    """Every run (or ``run_ids``), sorted by run id, with its process score under ``ruleset``
+    (None: no process scores) and its verdicts, test results and grades in seq order."""
+    infos = store.runs()
+    if run_ids is not None:
+        wanted = set(run_ids)
+        missing = sorted(wanted - {i.run_id for i in infos})
+        if missing:
+            from engine.errors import UnknownRunError
+
+            raise UnknownRunError(f"no run {missing[0]!r} in the store")
+        infos = [i for i in infos if i.run_id in wanted]
+    outcome_events = _outcome_events(store, [i.run_id for i in infos])
+    digest = ruleset_hash(ruleset) if ruleset is not None else None
+    stored_scores = _stored_scores(store, digest) if digest is not None else {}
+    views = []
+    for info in infos:
+        start = next(store.events(info.run_id), None)
+        settings: dict[str, Any] = {}
+        labels: dict[str, str] = {}
+        if isinstance(start, RunStarted):
+            settings = dict(start.model_settings or {})
+            labels = dict(start.labels or {})
+        events = outcome_events.get(info.run_id, [])
+        process = None
+        if ruleset is not None and digest is not None:
+            document = stored_scores.get((info.run_id, info.head_hash or ""))
+            if document is not None:
+                process = _process_score(digest, document, stored=True)
+            else:
+                computed = compute_score(store, ruleset, info.run_id, digest=digest)
+                process = _process_score(digest, computed.body, stored=False)
+        views.append(RunView(
+            run_id=info.run_id, event_count=info.event_count, head_hash=info.head_hash, harness=info.harness,
+            harness_version=info.harness_version, model=info.model, task_id=info.task_id,
+            format=info.source_format or "native", settings=settings, labels=labels, process=process,
+            verdicts=tuple(e for e in events if isinstance(e, AcceptanceVerdict)),
+            test_results=tuple(e for e in events if isinstance(e, TestResult)),
+            grades=tuple(e for e in events if isinstance(e, Grade)),
+        ))
+    return views
+
+
+def _outcome_events(store: EventStore, run_ids: Iterable[str]) -> dict[str, list[Event]]:
+    wanted = set(run_ids)
+    query = (
+        select(*(events_table.c[name] for name in STORED_COLUMNS))
+        .where(events_table.c.kind.in_(_ANALYSED_KINDS))
+        .order_by(events_table.c.run_id, events_table.c.seq)
+    )
+    found: dict[str, list[Event]] = {}
+    with store.engine.connect() as conn:
+        for row in conn.execute(query):
+            if row[0] in wanted:
+                found.setdefault(row[0], []).append(to_event(tuple(row)))
+    return found
+
+
+def _stored_scores(store: EventStore, digest: str) -> dict[tuple[str, str], dict[str, Any]]:
+    """Stored documents of this rule set and engine version, by (run, head)."""
+    documents: dict[tuple[str, str], dict[str, Any]] = {}
+    for score in ScoreStore(store).scores():
+        if score.ruleset_hash == digest and score.engine_version == ENGINE_VERSION:
+            documents[(score.run_id, score.run_head_hash)] = parse_json(score.document)
+    return documents
+
+
+def _fraction(value: dict[str, str] | None) -> Fraction | None:
+    """The exact rational of a score document (``{"num": ..., "den": ...}``)."""
+    if value is None:
+        return None
+    return Fraction(int(value["num"]), int(value["den"]))
+
+
+def _process_score(digest: str, body: dict[str, Any], *, stored: bool) -> ProcessScore:
+    return ProcessScore(
+        ruleset_hash=digest,
+        total=_fraction(body["process_score"]),
+        rules={r["id"]: _fraction(r["score"]) for r in body["rules"]},
+        checks={name: _fraction(entry.get("score")) for name, entry in sorted(body["checks"].items())},
+        patterns={name: _fraction(entry.get("score")) for name, entry in sorted(body["patterns"].items())},
+        violations={r["id"]: r["violated"] for r in body["rules"]},
+        stored=stored,
+    )
