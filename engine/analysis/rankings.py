@@ -1,0 +1,281 @@
+"""Do two scores rank the same groups the same way? (process vs outcome ranking, engine vs human ranking)
+
+Pure functions over plain ``{group: score}`` mappings; nothing here reads the store. Statistics come from scipy:
+Kendall tau-b (``scipy.stats.kendalltau(variant="b")``, ties handled) and Spearman rho (``scipy.stats.spearmanr``),
+rank vectors with ties (``scipy.stats.rankdata``) and bootstrap intervals (``scipy.stats.bootstrap``, seeded):
+
+* :func:`rank_agreement` resamples the groups themselves (paired), which suits many groups (e.g. the 165
+  (system, task) runs of DevAI);
+* :func:`rank_agreement_over_tasks` resamples the *tasks* each group was scored on and recomputes every group's mean
+  before correlating, as calibration.md 4.4 recommends when only a few systems are ranked (3-20): resampling three
+  systems says nothing. It also reports, for every pair of groups, the share of resamples in which both scores order
+  the pair the same way.
+
+A rank flip is a pair of groups that score A orders one way and score B the other (a tie under either is no flip).
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable, Hashable, Mapping
+from dataclasses import dataclass
+from itertools import combinations
+from typing import Any, Literal
+
+try:
+    import numpy as np
+except ImportError as exc:  # pragma: no cover - the analysis extra is missing
+    raise ImportError("engine.analysis.rankings needs the analysis extra: pip install 'procgrade[analysis]'") from exc
+
+from engine.analysis.agreement import _float, _Plain, _sorted
+
+__all__ = [
+    "Correlation",
+    "PairOrder",
+    "RankAgreement",
+    "RankFlip",
+    "rank_agreement",
+    "rank_agreement_over_tasks",
+    "rank_flips",
+    "ranks",
+]
+
+IntervalMethod = Literal["percentile", "basic", "BCa"]
+
+
+def ranks(scores: Mapping[Hashable, float], *, higher_is_better: bool = True,
+          method: Literal["average", "min", "max", "dense", "ordinal"] = "average") -> dict[Hashable, float]:
+    """``{group: rank}`` in sorted group order, rank 1 = best (``scipy.stats.rankdata``; ``method="average"`` gives
+    tied groups the mean of their ranks, e.g. 1.5 and 1.5)."""
+    from scipy.stats import rankdata
+
+    groups = _sorted(scores)
+    values = np.array([float(scores[g]) for g in groups])
+    if not np.isfinite(values).all():
+        raise ValueError("scores must be finite numbers")
+    ranked = rankdata(-values if higher_is_better else values, method=method)
+    cast: Callable[[Any], float] = float if method == "average" else int
+    return {g: cast(r) for g, r in zip(groups, ranked)}
+
+
+@dataclass(frozen=True)
+class RankFlip(_Plain):
+    """A pair of groups ordered one way by score A (``first`` above ``second``) and the other way by score B."""
+
+    first: Any
+    second: Any
+    a_first: float
+    a_second: float
+    b_first: float
+    b_second: float
+
+
+def rank_flips(scores_a: Mapping[Hashable, float], scores_b: Mapping[Hashable, float], *,
+               higher_is_better: bool = True) -> tuple[RankFlip, ...]:
+    """Every pair of groups that the two scores order in opposite directions, ``first`` = the group score A puts
+    above; pairs in sorted group order. Groups tied under either score are not flips."""
+    groups = _same_groups(scores_a, scores_b)
+    sign = 1.0 if higher_is_better else -1.0
+    flips = []
+    for g, h in combinations(groups, 2):
+        da = sign * (float(scores_a[g]) - float(scores_a[h]))
+        db = sign * (float(scores_b[g]) - float(scores_b[h]))
+        if da * db < 0:
+            first, second = (g, h) if da > 0 else (h, g)
+            flips.append(RankFlip(first, second, float(scores_a[first]), float(scores_a[second]),
+                                  float(scores_b[first]), float(scores_b[second])))
+    return tuple(flips)
+
+
+@dataclass(frozen=True)
+class Correlation(_Plain):
+    """A rank correlation with its p-value (scipy) and bootstrap interval; ``None`` where undefined
+    (e.g. a score constant over the groups)."""
+
+    statistic: float | None
+    pvalue: float | None
+    low: float | None
+    high: float | None
+
+
+@dataclass(frozen=True)
+class PairOrder(_Plain):
+    """How often both scores order a pair of groups the same way over the bootstrap resamples (``support``),
+    and whether they do on the data (``same_order``; a tie under both counts as the same order)."""
+
+    first: Any
+    second: Any
+    same_order: bool
+    support: float | None
+
+
+@dataclass(frozen=True)
+class RankAgreement(_Plain):
+    """Score A against score B over ``groups`` (sorted): the scores, rank vectors (1 = best, ties averaged),
+    Kendall tau-b, Spearman rho, rank flips and, for the task bootstrap, per-pair order support."""
+
+    n: int
+    groups: tuple[Any, ...]
+    scores_a: tuple[float, ...]
+    scores_b: tuple[float, ...]
+    ranks_a: tuple[float, ...]
+    ranks_b: tuple[float, ...]
+    kendall_tau_b: Correlation
+    spearman: Correlation
+    flips: tuple[RankFlip, ...]
+    pair_orders: tuple[PairOrder, ...]
+    confidence: float
+    n_resamples: int
+    seed: int | None
+    interval_method: str
+    notes: tuple[str, ...]
+
+
+def _same_groups(scores_a: Mapping[Hashable, Any], scores_b: Mapping[Hashable, Any]) -> list[Any]:
+    only_a = _sorted(k for k in scores_a if k not in scores_b)
+    only_b = _sorted(k for k in scores_b if k not in scores_a)
+    if only_a or only_b:
+        raise ValueError(f"the scores must cover the same groups: only in A {only_a!r}, only in B {only_b!r}")
+    return _sorted(scores_a)
+
+
+_Estimate = tuple[float | None, float | None]  # statistic, p-value
+
+
+def _correlations(x: np.ndarray, y: np.ndarray) -> tuple[_Estimate, _Estimate]:
+    from scipy.stats import kendalltau, spearmanr
+
+    with warnings.catch_warnings(), np.errstate(divide="ignore", invalid="ignore"):
+        warnings.simplefilter("ignore")
+        tau = kendalltau(x, y, variant="b")
+        rho = spearmanr(x, y)
+    return (_float(tau.statistic), _float(tau.pvalue)), (_float(rho.statistic), _float(rho.pvalue))
+
+
+def _both(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    (tau, _), (rho, _) = _correlations(x, y)
+    return np.array([np.nan if tau is None else tau, np.nan if rho is None else rho])
+
+
+def _check(confidence: float, n_resamples: int, interval: str) -> None:
+    if not 0.0 < confidence < 1.0:
+        raise ValueError(f"confidence must be in (0, 1), not {confidence!r}")
+    if n_resamples < 1:
+        raise ValueError("n_resamples must be at least 1")
+    if interval not in ("percentile", "basic", "BCa"):
+        raise ValueError(f"interval must be 'percentile', 'basic' or 'BCa', not {interval!r}")
+
+
+def _bootstrap(data: tuple[np.ndarray, ...], statistic: Callable[..., np.ndarray], *, paired: bool,
+               n_resamples: int, confidence: float, interval: str,
+               seed: int | np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]:
+    from scipy.stats import bootstrap
+
+    notes: list[str] = []
+    with warnings.catch_warnings(record=True) as caught, np.errstate(divide="ignore", invalid="ignore"):
+        warnings.simplefilter("always")
+        result = bootstrap(data, statistic, paired=paired, vectorized=False, n_resamples=n_resamples,
+                           confidence_level=confidence, method=interval, rng=np.random.default_rng(seed))
+    for message in _sorted({str(w.message).splitlines()[0] for w in caught
+                            if not issubclass(w.category, (DeprecationWarning, FutureWarning))}):
+        notes.append(f"bootstrap: {message}")
+    low = np.atleast_1d(result.confidence_interval.low)
+    high = np.atleast_1d(result.confidence_interval.high)
+    distribution = np.atleast_2d(result.bootstrap_distribution)
+    undefined = int(np.isnan(distribution[:2]).any(axis=0).sum())
+    if undefined:
+        notes.append(f"{undefined} of {n_resamples} resamples left a score constant: their correlations are "
+                     "undefined, and so is the interval")
+    return low, high, distribution, notes
+
+
+def _result(groups: list[Any], a: np.ndarray, b: np.ndarray, low: np.ndarray, high: np.ndarray,
+            pair_orders: tuple[PairOrder, ...], *, confidence: float, n_resamples: int,
+            seed: int | np.random.Generator, interval_method: str, notes: list[str]) -> RankAgreement:
+    scores_a = {g: float(v) for g, v in zip(groups, a)}
+    scores_b = {g: float(v) for g, v in zip(groups, b)}
+    rank_a, rank_b = ranks(scores_a), ranks(scores_b)
+    (tau, tau_p), (rho, rho_p) = _correlations(a, b)
+    if tau is None or rho is None:
+        notes.append("a rank correlation is undefined: one score is constant over the groups")
+    return RankAgreement(
+        n=len(groups), groups=tuple(groups),
+        scores_a=tuple(float(v) for v in a), scores_b=tuple(float(v) for v in b),
+        ranks_a=tuple(rank_a[g] for g in groups), ranks_b=tuple(rank_b[g] for g in groups),
+        kendall_tau_b=Correlation(tau, tau_p, _float(low[0]), _float(high[0])),
+        spearman=Correlation(rho, rho_p, _float(low[1]), _float(high[1])),
+        flips=rank_flips(scores_a, scores_b), pair_orders=pair_orders,
+        confidence=confidence, n_resamples=n_resamples, seed=seed if isinstance(seed, int) else None,
+        interval_method=interval_method, notes=tuple(notes),
+    )
+
+
+def rank_agreement(scores_a: Mapping[Hashable, float], scores_b: Mapping[Hashable, float], *,
+                   seed: int | np.random.Generator = 0, n_resamples: int = 9999, confidence: float = 0.95,
+                   interval: IntervalMethod = "percentile") -> RankAgreement:
+    """Kendall tau-b and Spearman rho between two scores over the same groups, with intervals from a paired
+    bootstrap over the groups (``scipy.stats.bootstrap(paired=True)``, ``interval`` = its ``method``; seeded, so
+    the same inputs and seed give the same intervals). With few groups prefer :func:`rank_agreement_over_tasks`."""
+    _check(confidence, n_resamples, interval)
+    groups = _same_groups(scores_a, scores_b)
+    if len(groups) < 2:
+        raise ValueError("need at least two groups to rank")
+    a = np.array([float(scores_a[g]) for g in groups])
+    b = np.array([float(scores_b[g]) for g in groups])
+    if not (np.isfinite(a).all() and np.isfinite(b).all()):
+        raise ValueError("scores must be finite numbers")
+    low, high, _, notes = _bootstrap((a, b), _both, paired=True, n_resamples=n_resamples, confidence=confidence,
+                                     interval=interval, seed=seed)
+    method = (f"scipy.stats.bootstrap {interval}, paired resampling of the {len(groups)} groups, "
+              f"{n_resamples} resamples")
+    return _result(groups, a, b, low, high, (), confidence=confidence, n_resamples=n_resamples, seed=seed,
+                   interval_method=method, notes=notes)
+
+
+def rank_agreement_over_tasks(scores_a: Mapping[tuple[Hashable, Hashable], float],
+                              scores_b: Mapping[tuple[Hashable, Hashable], float], *,
+                              seed: int | np.random.Generator = 0, n_resamples: int = 9999,
+                              confidence: float = 0.95, interval: IntervalMethod = "percentile") -> RankAgreement:
+    """Rank agreement of groups (e.g. systems) scored on a shared set of tasks: ``{(group, task): score}``.
+
+    A group's score is its mean over the tasks. The interval resamples the tasks with replacement (one draw
+    serves every group, keeping the design paired) and recomputes the group means before correlating
+    (``scipy.stats.bootstrap`` over task indices). Every group must have a score on every task under both A and B.
+    ``pair_orders`` gives, per pair of groups, the share of resamples in which A and B order it the same way."""
+    _check(confidence, n_resamples, interval)
+    keys = _same_groups(scores_a, scores_b)
+    for key in keys:
+        if not (isinstance(key, tuple) and len(key) == 2):
+            raise ValueError(f"keys must be (group, task) pairs, not {key!r}")
+    groups = _sorted({g for g, _ in keys})
+    tasks = _sorted({t for _, t in keys})
+    missing = [(g, t) for g in groups for t in tasks if (g, t) not in scores_a]
+    if missing:
+        raise ValueError(f"every group needs a score on every task; missing {missing[:5]!r}"
+                         + (f" and {len(missing) - 5} more" if len(missing) > 5 else ""))
+    if len(groups) < 2:
+        raise ValueError("need at least two groups to rank")
+    grid_a = np.array([[float(scores_a[g, t]) for t in tasks] for g in groups])
+    grid_b = np.array([[float(scores_b[g, t]) for t in tasks] for g in groups])
+    if not (np.isfinite(grid_a).all() and np.isfinite(grid_b).all()):
+        raise ValueError("scores must be finite numbers")
+    pairs = list(combinations(range(len(groups)), 2))
+
+    def statistic(index: np.ndarray) -> np.ndarray:
+        chosen = np.asarray(index, dtype=np.int64)
+        a, b = grid_a[:, chosen].mean(axis=1), grid_b[:, chosen].mean(axis=1)
+        same = [float(np.sign(a[i] - a[j]) == np.sign(b[i] - b[j])) for i, j in pairs]
+        return np.concatenate([_both(a, b), same])
+
+    a, b = grid_a.mean(axis=1), grid_b.mean(axis=1)
+    low, high, distribution, notes = _bootstrap((np.arange(len(tasks)),), statistic, paired=False,
+                                                n_resamples=n_resamples, confidence=confidence,
+                                                interval=interval, seed=seed)
+    orders = tuple(
+        PairOrder(groups[i], groups[j], bool(np.sign(a[i] - a[j]) == np.sign(b[i] - b[j])),
+                  _float(distribution[2 + k].mean()))
+        for k, (i, j) in enumerate(pairs))
+    method = (f"scipy.stats.bootstrap {interval}, resampling the {len(tasks)} tasks (shared by all "
+              f"{len(groups)} groups) and recomputing group means, {n_resamples} resamples")
+    return _result(groups, a, b, low[:2], high[:2], orders, confidence=confidence, n_resamples=n_resamples,
+                   seed=seed, interval_method=method, notes=notes)
