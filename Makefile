@@ -6,7 +6,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 DEMO_DB ?= sqlite:///procgrade.db
 
-.PHONY: demo test bench-ingest bench-rescore clean
+.PHONY: demo test bench-ingest bench-rescore bench-import clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -42,6 +42,9 @@ bench-ingest: $(VENV)/.installed-dev
 
 bench-rescore: $(VENV)/.installed-dev
 	$(BIN)/python bench/rescore.py
+
+bench-import: $(VENV)/.installed-dev
+	$(BIN)/python bench/imports.py
 
 clean:
 	rm -rf $(VENV) procgrade.db procgrade.db-wal procgrade.db-shm .pytest_cache .hypothesis
