@@ -1,0 +1,42 @@
+"""Human and judge grades: arena grade sheets and DevAI judgments, appended to the runs they grade.
+
+- :mod:`engine.grades.record`: one grade as read, with its place, and the event it becomes;
+- :mod:`engine.grades.arena`: the arena grade sheet (layers, scales, CSV and JSON spellings);
+- :mod:`engine.grades.devai`: DevAI (Agent-as-a-Judge) judgment files;
+- :mod:`engine.grades.sources`: which files hold grades, in which format;
+- :mod:`engine.grades.importing`: appending them, every run or none.
+"""
+
+from engine.grades.arena import (
+    ARENA_LAYERS,
+    FORMAT_TAG,
+    SCALES,
+    GradeSheet,
+    grade_sheet_json_schema,
+)
+from engine.grades.importing import (
+    GradesImport,
+    RunGrades,
+    append_grades,
+    import_grades,
+)
+from engine.grades.record import GradeRecord, NewRun, Place
+from engine.grades.sources import GRADE_FORMATS, SheetFile, read_grade_files
+
+__all__ = [
+    "ARENA_LAYERS",
+    "FORMAT_TAG",
+    "GRADE_FORMATS",
+    "SCALES",
+    "GradeRecord",
+    "GradeSheet",
+    "GradesImport",
+    "NewRun",
+    "Place",
+    "RunGrades",
+    "SheetFile",
+    "append_grades",
+    "grade_sheet_json_schema",
+    "import_grades",
+    "read_grade_files",
+]
