@@ -43,6 +43,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from engine.errors import InputError
+from engine.exact import decimal_text
 from engine.importers.base import Importer, Unit, register
 from engine.importers.building import ImportedRun, Record, RunBuilder, timestamp
 from engine.importers.shell import exit_code_from_text
@@ -262,6 +263,28 @@ class _State:
         return posixpath.normpath(posixpath.join(self.cwd, path))
 
 
+
+def run_statistics(info: dict[str, Any]) -> dict[str, str]:
+    """The harness's ``model_stats`` (cost, tokens, API calls) as run labels, exact decimal
+    text; ``cost`` is the run's cost. Statistics of the run, not settings: two runs with
+    the same settings differ here, so they stay out of ``model_settings``."""
+    stats = info.get("model_stats")
+    if not isinstance(stats, dict):
+        return {}
+    labels = {}
+    for key in sorted(stats):
+        value = stats[key]
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            try:
+                labels[key] = decimal_text(value)
+            except ValueError:
+                continue
+    for key in ("instance_cost", "total_cost"):
+        if key in labels:
+            labels["cost"] = labels[key]
+            break
+    return labels
+
 @register
 class SweAgentImporter(Importer):
     name = "swe-agent"
@@ -348,13 +371,12 @@ class SweAgentImporter(Importer):
         agent_cfg = replay.get("agent") if isinstance(replay.get("agent"), dict) else {}
         model_cfg = agent_cfg.get("model") if isinstance(agent_cfg.get("model"), dict) else {}
         settings = {k: v for k, v in model_cfg.items() if k != "name" and "key" not in k.lower()}
-        if isinstance(info.get("model_stats"), dict):
-            settings["model_stats"] = info["model_stats"]
         environment = data.get("environment")
+        labels = {"environment": environment} if isinstance(environment, str) else {}
+        labels.update(run_statistics(info))
         b.start(harness="swe-agent", harness_version=info.get("swe_agent_version"),
                 model=model_cfg.get("name") if isinstance(model_cfg.get("name"), str) else None,
-                model_settings=settings or None, task_id=instance_id,
-                labels={"environment": environment} if isinstance(environment, str) else None,
+                model_settings=settings or None, task_id=instance_id, labels=labels or None,
                 source=start_sources)
 
         self._emit(b, steps, history, root)
@@ -660,10 +682,9 @@ class MiniSweAgentImporter(Importer):
         if isinstance(model_cfg.get("model_kwargs"), dict):
             settings["model_kwargs"] = model_cfg["model_kwargs"]
         settings.update({key: agent_cfg[key] for key in ("step_limit", "cost_limit") if key in agent_cfg})
-        if isinstance(info.get("model_stats"), dict):
-            settings["model_stats"] = info["model_stats"]
         labels = {key: config[key] for key in ("agent_type", "model_type", "environment_type")
                   if isinstance(config.get(key), str)}
+        labels.update(run_statistics(info))
         if isinstance(data.get("trajectory_format"), str):
             labels["trajectory_format"] = data["trajectory_format"]
         version, model = info.get("mini_version"), model_cfg.get("model_name")

@@ -1,0 +1,547 @@
+"""Process versus outcome: per group of runs (by model, harness, or any provenance field), the process score
+from the rules and the outcome metrics side by side, their rankings, how well the rankings agree, and the
+rank flips with the rules that drive them.
+
+* **Groups** are the values of one provenance field (:func:`engine.analysis.dataset.group_key`; a run
+  without the field falls in ``(none)``), sorted; runs within a group sorted by run id.
+* **Settings.** Runs whose settings (:func:`engine.analysis.outcome_builds.run_settings`: harness, harness
+  version, model settings) differ within a group are not pooled: :class:`MixedGroupSettingsError` names
+  every differing key with its values and runs, unless ``allow_mixed``, and then each group says which keys
+  differ.
+* **Process score** of a group: the exact mean of its runs' process totals (runs with no applicable rule,
+  or not scored, are listed and left out). Per rule, the mean over the runs the rule applied to.
+* **Outcome** of a group: :func:`engine.analysis.outcome_metrics.summarize` over its judged runs' builds
+  (:mod:`engine.analysis.outcome_builds`): pass@1, plan pass rate, ViBench 2.0 intervals, no-grade plans,
+  ungraded builds; unjudged runs are listed. The outcome ranking uses pass@1.
+* **Rankings** (rank 1 = best, ties share the mean rank) over the groups that have both scores; groups
+  missing either are listed with the reason.
+* **Rank agreement** (Spearman rho and Kendall tau-b with seeded bootstrap intervals,
+  :mod:`engine.analysis.rankings`): when every ranked group has both scores on the same two or more tasks
+  and nothing else (a complete task grid), :func:`rank_agreement_over_tasks` resamples the tasks (the right
+  bootstrap for a handful of groups); otherwise :func:`rank_agreement` resamples the groups. The result says
+  which, and why.
+* **Rank flips**: pairs ordered one way by the process score and the other by pass@1 (ties are no flips).
+  For a flip where A is ahead by process and B by outcome, the rules driving it are the (at most three)
+  rules applied in both groups whose mean score is higher in A than in B, largest gap first, with both
+  means, exactly; when fewer than three, they are followed by rules that never applied in A but scored
+  below 1 in B (lowest first, A's mean shown as not applicable).
+
+Everything is deterministic: sorted groups, runs, rules and flips; a fixed bootstrap seed.
+:meth:`Comparison.to_dict` is plain data for canonical JSON (exact rationals as ``"num/den"`` strings with
+a rounded display next to them).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any, Literal
+
+from engine.analysis.dataset import GROUPING_FIELDS, RunView, group_key
+from engine.analysis.outcome_builds import RunOutcome, outcome_builds, run_settings
+from engine.analysis.outcome_metrics import (
+    Build,
+    Interval,
+    MixedSettingsError,
+    OutcomeSummary,
+    check_settings,
+    pass_hat_k_from_counts,
+    settings_differences,
+    summarize,
+)
+from engine.analysis.rankings import (
+    RankAgreement,
+    rank_agreement,
+    rank_agreement_over_tasks,
+    rank_flips,
+    ranks,
+)
+from engine.scoring import display
+
+__all__ = [
+    "DEFAULT_RESAMPLES",
+    "FORMAT",
+    "OUTCOME_FORMAT",
+    "OUTCOME_METRIC",
+    "TOP_RULES",
+    "Comparison",
+    "Flip",
+    "GroupComparison",
+    "GroupOutcome",
+    "MixedGroupSettingsError",
+    "RuleGap",
+    "check_field",
+    "compare",
+    "exact_text",
+    "group_outcomes",
+]
+
+FORMAT = "procgrade.compare/1"
+OUTCOME_FORMAT = "procgrade.outcomes/1"
+DEFAULT_RESAMPLES = 9999
+#: How many rules are named per rank flip.
+TOP_RULES = 3
+#: The outcome metric the outcome ranking uses.
+OUTCOME_METRIC = "pass@1"
+
+
+class MixedGroupSettingsError(MixedSettingsError):
+    """Runs with different settings would be pooled in a group. ``groups`` maps each such group to its
+    differences (``{flattened key: {value as canonical JSON (or <absent>): run ids}}``); ``keys`` are every
+    differing key, sorted; ``differences`` merges the groups' differences."""
+
+    def __init__(self, by: str, groups: Mapping[str, Mapping[str, Mapping[str, tuple[str, ...]]]]) -> None:
+        self.by = by
+        self.groups = {g: {k: dict(v) for k, v in d.items()} for g, d in groups.items()}
+        merged: dict[str, dict[str, tuple[str, ...]]] = {}
+        for differences in self.groups.values():
+            for key, by_value in differences.items():
+                slot = merged.setdefault(key, {})
+                for value, ids in by_value.items():
+                    slot[value] = slot.get(value, ()) + tuple(ids)
+        self.differences = {key: merged[key] for key in sorted(merged)}
+        self.keys = tuple(sorted(merged))
+        lines = [f"  {by} {group}: {key}: " + "; ".join(f"{value} in {_runs(ids)}" for value, ids in by_value.items())
+                 for group, differences in self.groups.items() for key, by_value in differences.items()]
+        Exception.__init__(
+            self,
+            "refusing to pool runs whose settings differ within a group (--allow-mixed, or allow_mixed=True, "
+            "pools them anyway and reports which differ):\n" + "\n".join(lines),
+        )
+
+
+def check_field(by: str) -> str:
+    """``by`` if it names a provenance field runs can be grouped by, else ValueError listing the known ones."""
+    if by in GROUPING_FIELDS or (by.startswith(("settings.", "labels.")) and by.split(".", 1)[1]):
+        return by
+    raise ValueError(f"unknown grouping field {by!r} (known: {', '.join(GROUPING_FIELDS)}, settings.<key>, labels.<key>)")
+
+
+# --------------------------------------------------------------------------------------------
+# Outcomes per group
+
+
+@dataclass(frozen=True)
+class GroupOutcome:
+    """The outcome metrics of one group of runs."""
+
+    group: str
+    runs: tuple[str, ...]
+    outcomes: tuple[RunOutcome, ...]
+    #: None when no run of the group has a graded plan (``note`` says so).
+    summary: OutcomeSummary | None
+    note: str | None
+    #: Flattened settings every run of the group shares.
+    settings: Mapping[str, Any] = field(hash=False)
+    #: Flattened settings keys whose values differ within the group (only with ``allow_mixed``).
+    mixed_settings: Mapping[str, Mapping[str, tuple[str, ...]]] = field(hash=False)
+
+    @property
+    def builds(self) -> tuple[Build, ...]:
+        return tuple(o.build for o in self.outcomes if o.build is not None)
+
+    @property
+    def unjudged(self) -> tuple[str, ...]:
+        return tuple(o.run_id for o in self.outcomes if o.build is None)
+
+    @property
+    def without_task(self) -> tuple[str, ...]:
+        """Judged runs with no task id: each is its own product."""
+        return tuple(o.run_id for o in self.outcomes if o.build is not None and o.product_from == "run_id")
+
+    @property
+    def pass_at_1(self) -> Fraction | None:
+        return None if self.summary is None else self.summary.pass_at_1
+
+    def pass_hat_k(self, k: int) -> Fraction | None:
+        """pass^k over the scored builds, or None when a product has fewer than k of them (or none is scored)."""
+        if self.summary is None or any(p.builds < k for p in self.summary.products):
+            return None
+        return pass_hat_k_from_counts({p.product: (p.passing, p.builds) for p in self.summary.products}, k)
+
+    def to_dict(self, k: int | None = None) -> dict[str, Any]:
+        summary = self.summary
+        data: dict[str, Any] = {
+            "group": self.group,
+            "runs": list(self.runs),
+            "judged": [o.run_id for o in self.outcomes if o.build is not None],
+            "unjudged": list(self.unjudged),
+            "without_task": list(self.without_task),
+            "settings": dict(self.settings),
+            "mixed_settings": {key: {v: list(ids) for v, ids in by_value.items()}
+                               for key, by_value in self.mixed_settings.items()},
+            "note": self.note,
+            "run_notes": {o.run_id: list(o.notes) for o in self.outcomes if o.notes},
+            "builds": [{"run": o.run_id, "product": o.product, "product_from": o.product_from,
+                        "verdict": o.verdict_status, "reward": o.verdict_reward, "plans_from": o.plan_source,
+                        "plans": {p.plan_id: p.result.value for p in o.build.plans}}
+                       for o in self.outcomes if o.build is not None],
+        }
+        if summary is None:
+            data["summary"] = None
+            return data
+        data["summary"] = {
+            "builds_scored": summary.builds,
+            "products": [{"product": p.product, "builds": list(p.build_ids), "pass_at_1": exact_text(p.pass_at_1),
+                          "plan_pass_rate": exact_text(p.plan_pass_rate), "plans_passed": p.plans_passed,
+                          "plans_graded": p.plans_graded} for p in summary.products],
+            "pass_at_1": exact_text(summary.pass_at_1),
+            "pass_at_1_interval": _interval(summary.pass_at_1_interval),
+            "plan_pass_rate": exact_text(summary.plan_pass_rate),
+            "plan_pass_interval": _interval(summary.plan_pass_interval),
+            "interval_note": summary.interval_note,
+            "no_grade": [{"product": n.product, "run": n.build_id, "plan": n.plan_id} for n in summary.no_grade],
+            "ungraded_builds": [{"product": p, "run": b} for p, b in summary.ungraded_builds],
+            "cost_mean": exact_text(summary.cost_mean),
+            "duration_mean_s": exact_text(summary.duration_mean_s),
+            "missing_cost": list(summary.missing_cost),
+            "missing_duration": list(summary.missing_duration),
+        }
+        if k is not None:
+            data["summary"][f"pass^{k}"] = exact_text(self.pass_hat_k(k))
+        return data
+
+
+def group_outcomes(runs: Iterable[RunView], by: str, *, allow_mixed: bool = False,
+                   confidence: float = 0.95) -> tuple[GroupOutcome, ...]:
+    """The outcome metrics of each group of runs, groups sorted. Raises :class:`MixedGroupSettingsError`
+    when runs of a group differ in settings, unless ``allow_mixed``."""
+    grouped = _grouped(runs, by)
+    differences = {g: settings_differences(_settings_builds(members)) for g, members in grouped.items()}
+    mixed = {g: d for g, d in differences.items() if d}
+    if mixed and not allow_mixed:
+        raise MixedGroupSettingsError(by, mixed)
+    result = []
+    for group, members in grouped.items():
+        outcomes = outcome_builds(members).runs
+        builds = [o.build for o in outcomes if o.build is not None]
+        summary, note = None, None
+        if not builds:
+            note = "no run of the group has a verdict"
+        else:
+            try:
+                summary = summarize(builds, allow_mixed=True, confidence=confidence)
+            except ValueError as error:
+                note = str(error)
+        result.append(GroupOutcome(
+            group=group, runs=tuple(r.run_id for r in members), outcomes=outcomes, summary=summary, note=note,
+            settings=check_settings(_settings_builds(members), allow_mixed=True), mixed_settings=differences[group],
+        ))
+    return tuple(result)
+
+
+# --------------------------------------------------------------------------------------------
+# Process versus outcome
+
+
+@dataclass(frozen=True)
+class RuleGap:
+    """One rule's mean score in the group ahead by process (``ahead``) and in the group ahead by outcome
+    (``behind``). ``ahead`` is None for a rule that never applied in the group ahead by process but lost
+    points in the other (listed after the rules that applied in both)."""
+
+    rule_id: str
+    ahead: Fraction | None
+    behind: Fraction
+
+    @property
+    def gap(self) -> Fraction | None:
+        return None if self.ahead is None else self.ahead - self.behind
+
+
+@dataclass(frozen=True)
+class Flip:
+    """``process_ahead`` beats ``outcome_ahead`` on the process score and loses to it on pass@1;
+    ``rules`` are the rules that put it ahead on process (largest gap first)."""
+
+    process_ahead: str
+    outcome_ahead: str
+    process: tuple[Fraction, Fraction]  # (process_ahead, outcome_ahead)
+    outcome: tuple[Fraction, Fraction]  # (process_ahead, outcome_ahead)
+    rules: tuple[RuleGap, ...]
+
+
+@dataclass(frozen=True)
+class GroupComparison:
+    group: str
+    outcome: GroupOutcome
+    #: Exact mean of the process totals of ``process_runs``; None when no run has one.
+    process_score: Fraction | None
+    process_runs: tuple[str, ...]
+    #: Runs with no applicable process score (no rule applied, or not scored).
+    without_process: tuple[str, ...]
+    #: Per rule applied to at least one run: its mean score over those runs.
+    rule_means: Mapping[str, Fraction] = field(hash=False)
+    process_rank: float | None = None
+    outcome_rank: float | None = None
+
+    @property
+    def runs(self) -> tuple[str, ...]:
+        return self.outcome.runs
+
+    @property
+    def outcome_score(self) -> Fraction | None:
+        return self.outcome.pass_at_1
+
+
+@dataclass(frozen=True)
+class Comparison:
+    by: str
+    ruleset_name: str | None
+    ruleset_version: int | str | None
+    ruleset_hash: str | None
+    groups: tuple[GroupComparison, ...]
+    #: Groups with both scores, sorted: the ones ranked and correlated.
+    ranked: tuple[str, ...]
+    #: (group, why it is not ranked).
+    excluded: tuple[tuple[str, str], ...]
+    agreement: RankAgreement | None
+    #: ``tasks`` (task bootstrap over a complete task grid), ``groups`` (bootstrap over groups), or None.
+    agreement_over: Literal["tasks", "groups"] | None
+    agreement_note: str
+    #: The task grid when ``agreement_over == "tasks"``.
+    tasks: tuple[str, ...]
+    flips: tuple[Flip, ...]
+    allow_mixed: bool
+    seed: int
+    n_resamples: int
+    confidence: float
+    outcome_metric: str = OUTCOME_METRIC
+
+    def group(self, name: str) -> GroupComparison:
+        for row in self.groups:
+            if row.group == name:
+                return row
+        raise KeyError(name)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain data for canonical JSON: exact rationals as ``{"exact": "num/den", "display": "0.1234"}``,
+        floats (correlations, interval bounds) at full precision, everything sorted."""
+        agreement = None
+        if self.agreement is not None:
+            agreement = self.agreement.to_dict()
+        return {
+            "format": FORMAT,
+            "by": self.by,
+            "ruleset": {"name": self.ruleset_name, "version": self.ruleset_version, "hash": self.ruleset_hash},
+            "outcome_metric": self.outcome_metric,
+            "allow_mixed": self.allow_mixed,
+            "groups": [{
+                "group": row.group,
+                "runs": len(row.runs),
+                "process": {
+                    "score": exact_text(row.process_score),
+                    "rank": row.process_rank,
+                    "runs_scored": list(row.process_runs),
+                    "without_process_score": list(row.without_process),
+                    "rule_means": {rule: exact_text(mean) for rule, mean in sorted(row.rule_means.items())},
+                },
+                "outcome_rank": row.outcome_rank,
+                "outcome": row.outcome.to_dict(),
+            } for row in self.groups],
+            "ranked": list(self.ranked),
+            "excluded": [{"group": g, "reason": why} for g, why in self.excluded],
+            "rank_agreement": {
+                "over": self.agreement_over,
+                "note": self.agreement_note,
+                "tasks": list(self.tasks),
+                "seed": self.seed,
+                "n_resamples": self.n_resamples,
+                "confidence": self.confidence,
+                "result": agreement,
+            },
+            "flips": [{
+                "process_ahead": flip.process_ahead,
+                "outcome_ahead": flip.outcome_ahead,
+                "process": [exact_text(v) for v in flip.process],
+                "outcome": [exact_text(v) for v in flip.outcome],
+                "rules": [{"rule": r.rule_id, "ahead": exact_text(r.ahead), "behind": exact_text(r.behind),
+                           "gap": exact_text(r.gap)} for r in flip.rules],
+            } for flip in self.flips],
+        }
+
+
+def compare(runs: Iterable[RunView], by: str, *, allow_mixed: bool = False, seed: int = 0,
+            n_resamples: int = DEFAULT_RESAMPLES, confidence: float = 0.95, ruleset: Any = None) -> Comparison:
+    """Process score against outcome, per group of ``runs`` by provenance field ``by``.
+
+    ``runs`` come from :func:`engine.analysis.dataset.load_runs` with a rule set (without one there is no
+    process score and nothing is ranked). ``ruleset`` (optional) names the rule set in the result.
+    Raises :class:`MixedGroupSettingsError` when a group's runs differ in settings, unless ``allow_mixed``;
+    ValueError for an unknown field.
+    """
+    runs = list(runs)
+    outcomes = group_outcomes(runs, by, allow_mixed=allow_mixed, confidence=confidence)
+    by_id = {r.run_id: r for r in runs}
+
+    rows: list[GroupComparison] = []
+    for outcome in outcomes:
+        members = [by_id[run_id] for run_id in outcome.runs]
+        scored = [r for r in members if r.process is not None and r.process.total is not None]
+        rule_scores: dict[str, list[Fraction]] = {}
+        for run in scored:
+            for rule, score in run.process.rules.items():  # type: ignore[union-attr]
+                if score is not None:
+                    rule_scores.setdefault(rule, []).append(score)
+        rows.append(GroupComparison(
+            group=outcome.group, outcome=outcome,
+            process_score=_mean([r.process.total for r in scored]) if scored else None,  # type: ignore[union-attr,misc]
+            process_runs=tuple(r.run_id for r in scored),
+            without_process=tuple(r.run_id for r in members if r.run_id not in {s.run_id for s in scored}),
+            rule_means={rule: _mean(scores) for rule, scores in sorted(rule_scores.items())},
+        ))
+
+    excluded = []
+    for row in rows:
+        reasons = []
+        if row.process_score is None:
+            reasons.append("no run has an applicable process score")
+        if row.outcome_score is None:
+            reasons.append(row.outcome.note or "no outcome score")
+        if reasons:
+            excluded.append((row.group, "; ".join(reasons)))
+    ranked_rows = [row for row in rows if row.process_score is not None and row.outcome_score is not None]
+    ranked = tuple(row.group for row in ranked_rows)
+    process_scores = {row.group: row.process_score for row in ranked_rows}
+    outcome_scores = {row.group: row.outcome_score for row in ranked_rows}
+    if ranked_rows:
+        process_ranks = ranks(process_scores)  # type: ignore[arg-type]
+        outcome_ranks = ranks(outcome_scores)  # type: ignore[arg-type]
+        rows = [GroupComparison(row.group, row.outcome, row.process_score, row.process_runs, row.without_process,
+                                row.rule_means, process_ranks.get(row.group), outcome_ranks.get(row.group))
+                for row in rows]
+
+    agreement, over, note, tasks = None, None, "", ()
+    if len(ranked_rows) < 2:
+        note = f"rank agreement needs at least two groups with both scores; {len(ranked_rows)} have them"
+    else:
+        members_of = {row.group: [by_id[i] for i in row.runs] for row in ranked_rows}
+        grid, why_not = _task_grid(ranked_rows, members_of)
+        if grid is not None:
+            tasks, process_cells, outcome_cells = grid
+            over = "tasks"
+            agreement = rank_agreement_over_tasks(process_cells, outcome_cells, seed=seed, n_resamples=n_resamples,
+                                                  confidence=confidence)
+            note = (f"the {len(ranked_rows)} groups share a complete grid of {len(tasks)} tasks: the bootstrap "
+                    "resamples tasks, and correlates each group's mean over tasks of its per-task means")
+            grid_process = {g: Fraction(sum((process_cells[g, t] for t in tasks), Fraction(0)), len(tasks))
+                            for g in ranked}
+            if ranks(grid_process) != ranks(process_scores):  # type: ignore[arg-type]
+                note += ("; the mean over tasks orders the process scores differently from the table's mean over "
+                         "runs (the tasks have unequal numbers of runs)")
+        else:
+            over = "groups"
+            agreement = rank_agreement(process_scores, outcome_scores, seed=seed,  # type: ignore[arg-type]
+                                       n_resamples=n_resamples, confidence=confidence)
+            note = f"no complete task grid ({why_not}): the bootstrap resamples the {len(ranked_rows)} groups"
+
+    flips = []
+    if ranked_rows:
+        means = {row.group: row.rule_means for row in ranked_rows}
+        for flip in rank_flips(process_scores, outcome_scores):  # type: ignore[arg-type]
+            a, b = flip.first, flip.second
+            gaps = sorted((RuleGap(rule, means[a][rule], means[b][rule]) for rule in means[a]
+                           if rule in means[b] and means[a][rule] > means[b][rule]),
+                          key=lambda gap: (-gap.ahead + gap.behind, gap.rule_id))  # type: ignore[operator]
+            gaps += sorted((RuleGap(rule, None, means[b][rule]) for rule in means[b]
+                            if rule not in means[a] and means[b][rule] < 1),
+                           key=lambda gap: (gap.behind, gap.rule_id))
+            flips.append(Flip(a, b, (process_scores[a], process_scores[b]),  # type: ignore[arg-type]
+                              (outcome_scores[a], outcome_scores[b]), tuple(gaps[:TOP_RULES])))  # type: ignore[arg-type]
+        flips.sort(key=lambda f: (f.process_ahead, f.outcome_ahead))
+
+    digest = ruleset_name = ruleset_version = None
+    if ruleset is not None:
+        from rules.identity import ruleset_hash
+
+        digest, ruleset_name, ruleset_version = ruleset_hash(ruleset), ruleset.name, ruleset.version
+    else:
+        digests = sorted({r.process.ruleset_hash for r in runs if r.process is not None})
+        digest = digests[0] if len(digests) == 1 else None
+
+    return Comparison(
+        by=by, ruleset_name=ruleset_name, ruleset_version=ruleset_version, ruleset_hash=digest,
+        groups=tuple(rows), ranked=ranked, excluded=tuple(excluded), agreement=agreement, agreement_over=over,
+        agreement_note=note, tasks=tuple(tasks), flips=tuple(flips), allow_mixed=allow_mixed, seed=seed,
+        n_resamples=n_resamples, confidence=confidence,
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Plain data
+
+
+def exact_text(value: Fraction | None, places: int = 4) -> dict[str, str] | None:
+    """An exact rational as ``{"exact": "num/den", "display": rounded}`` (None stays None)."""
+    if value is None:
+        return None
+    value = Fraction(value)
+    return {"exact": f"{value.numerator}/{value.denominator}", "display": display(value, places)}
+
+
+def _interval(interval: Interval | None) -> dict[str, Any] | None:
+    if interval is None:
+        return None
+    return {"method": interval.method, "estimate": exact_text(interval.estimate), "low": interval.low,
+            "high": interval.high, "confidence": interval.confidence, "half_width": interval.half_width,
+            "df": interval.df, "t_quantile": interval.t_quantile, "count": interval.count, "nobs": interval.nobs,
+            "display": interval.format()}
+
+
+# --------------------------------------------------------------------------------------------
+# Helpers
+
+
+def _grouped(runs: Iterable[RunView], by: str) -> dict[str, list[RunView]]:
+    check_field(by)
+    grouped: dict[str, list[RunView]] = {}
+    for run in runs:
+        grouped.setdefault(group_key(run, by), []).append(run)
+    return {g: sorted(grouped[g], key=lambda r: r.run_id) for g in sorted(grouped)}
+
+
+def _settings_builds(runs: Sequence[RunView]) -> list[Build]:
+    """Plan-less builds carrying each run's settings, for the settings guard over every run of a group."""
+    return [Build("-", run.run_id, (), settings=run_settings(run)) for run in runs]
+
+
+def _mean(values: Sequence[Fraction]) -> Fraction:
+    return sum(values, Fraction(0)) / len(values)
+
+
+def _task_grid(rows: Sequence[GroupComparison], members_of: Mapping[str, Sequence[RunView]]) -> tuple[
+        tuple[tuple[str, ...], dict[tuple[str, str], Fraction], dict[tuple[str, str], Fraction]] | None, str]:
+    """(tasks, process cells, outcome cells) when every group has both scores on the same tasks (>= 2) and
+    nothing else; else (None, why not)."""
+    process_cells: dict[tuple[str, str], Fraction] = {}
+    outcome_cells: dict[tuple[str, str], Fraction] = {}
+    task_sets = []
+    for row in rows:
+        scored = [r for r in members_of[row.group] if r.process is not None and r.process.total is not None]
+        if any(not r.task_id for r in scored) or row.outcome.without_task:
+            return None, f"group {row.group} has runs without a task"
+        per_task: dict[str, list[Fraction]] = {}
+        for run in scored:
+            per_task.setdefault(run.task_id, []).append(run.process.total)  # type: ignore[arg-type,union-attr]
+        summary = row.outcome.summary
+        assert summary is not None
+        products = {p.product: p.pass_at_1 for p in summary.products}
+        if set(per_task) != set(products):
+            return None, f"group {row.group} has process scores and pass@1 on different tasks"
+        for task, totals in per_task.items():
+            process_cells[row.group, task] = _mean(totals)
+            outcome_cells[row.group, task] = products[task]
+        task_sets.append(frozenset(per_task))
+    if len(set(task_sets)) > 1:
+        return None, "the groups were scored on different tasks"
+    tasks = tuple(sorted(task_sets[0]))
+    if len(tasks) < 2:
+        return None, f"{len(tasks)} shared task, the task bootstrap needs at least two"
+    return (tasks, process_cells, outcome_cells), ""
+
+
+def _runs(ids: Sequence[str], shown: int = 3) -> str:
+    head = ", ".join(ids[:shown])
+    more = len(ids) - shown
+    return f"{len(ids)} run(s) ({head}{f', +{more} more' if more > 0 else ''})"
