@@ -281,3 +281,15 @@ def test_variance_decomposition_needs_repeated_grades() -> None:
     assert "more than once" in result.notes[0]
     with pytest.raises(ValueError, match="lengths"):
         variance_decomposition([1.0, 2.0], ["a"])
+
+
+def test_kappa_interval_stays_within_kappas_range() -> None:
+    """On a small sample the asymptotic interval passes 1; the reported one is clipped."""
+    from statsmodels.stats.inter_rater import cohens_kappa
+
+    reference = [True] * 5 + [False] * 5
+    candidate = [True] * 4 + [False] * 6
+    result = binary_agreement(reference, candidate)
+    raw_high = cohens_kappa(np.array([[5, 0], [1, 4]])).distribution_kappa.interval(0.95)[1]
+    assert raw_high > 1.0
+    assert result.kappa.high == 1.0 and result.kappa.low is not None and -1.0 <= result.kappa.low < result.kappa.value

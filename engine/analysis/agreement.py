@@ -206,7 +206,10 @@ def _kappa(reference: list[Any], candidate: list[Any], labels: tuple[Any, ...], 
         if std == 0.0:  # a degenerate normal: the interval is the point
             return Kappa(value, 0.0, value, value, weights)
         low, high = result.distribution_kappa.interval(confidence)
-    return Kappa(value, std, _float(low), _float(high), weights)
+    # The asymptotic normal interval can leave kappa's range on small samples: clip it to [-1, 1].
+    low_f, high_f = _float(low), _float(high)
+    return Kappa(value, std, None if low_f is None else max(-1.0, low_f), None if high_f is None else min(1.0, high_f),
+                 weights)
 
 
 def _table(reference: list[Any], candidate: list[Any], labels: tuple[Any, ...]) -> np.ndarray:
