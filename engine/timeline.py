@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from engine.events import (
-    AcceptanceVerdict, Command, CompletionClaim, Compaction, Correction, Delegation, Event, FileEdit, FileRead,
+    AcceptanceStarted, AcceptanceVerdict, Command, CompletionClaim, Compaction, Correction, Delegation, DenylistScan,
+    Event, FileEdit, FileRead,
     Grade, JobFinished, JobPolled, JobStarted, Message, RunEnded, RunStarted, SourceRecord, StageEnded, StageStarted,
     TestResult, TestRun, Unparsed, WorkerReport,
 )
@@ -70,6 +71,12 @@ def describe(event: Event) -> str:
             return "claims done" + (f" ({event.scope})" if event.scope else "") + f": {_clip(event.claim, 70)}"
         case Correction():
             return f"correction: {_clip(event.text)}"
+        case AcceptanceStarted():
+            return (f"acceptance check of task {event.task_id} on {event.backend}: suite {event.suite_sha256[:12]}"
+                    + (f", workspace {event.workspace_sha256[:12]}" if event.workspace_sha256 else ""))
+        case DenylistScan():
+            hits = f": {_clip('; '.join(event.findings), 60)}" if event.findings else ""
+            return f"denylist scan {event.status} ({event.files_scanned} files){hits}"
         case AcceptanceVerdict():
             counts = ", ".join(f"{n} {label}" for n, label in (
                 (event.passed, "passed"), (event.failed, "failed"), (event.errored, "errored"), (event.skipped, "skipped"),

@@ -1,0 +1,584 @@
+"""The hidden-test acceptance oracle: judge a submitted workspace against a task's hidden suite.
+
+:func:`judge` is pure (no store): copy the workspace into a fresh sandbox, scan it
+(runner shadows and the denylist) before any test exists there, inject the hidden
+suite, run it isolated with a wall-clock limit, and decide from the JUnit report.
+:func:`accept` does that and appends the check to a run as events, in one
+transaction. :func:`validate_task` judges every control of a task package.
+
+Statuses, kept apart (``acceptance_verdict.status``):
+
+``evaluated``
+    The suite ran; ``reward`` is ``"1"`` only if the runner exited cleanly (below), its report is
+    consistent (every testcase belongs to a hidden test file, none twice, totals agree),
+    at least one hidden test ran, every reported test passed (none failed, errored or
+    was skipped: a skipped hidden test is not a pass), no test module failed to import,
+    the number of tests equals ``expected_test_count`` when the manifest gives it, and
+    every test visible in the test files' text was reported. Otherwise ``"0"``.
+``rejected``
+    The static scan found a banned import or a runner shadow; no test was injected or
+    run. Reward ``"0"``.
+``not_submitted``
+    The task requires a submit marker and it is missing or wrong. Reward ``"0"``.
+``timeout``
+    The test command exceeded ``judge_timeout_sec`` and was killed. Reward ``"0"``.
+``infra_error``
+    The judge could not judge ("judge error: ..."), no reward: the sandbox could not be
+    set up; or the report lists no hidden test at all, not even a collection error
+    (only the suite or the command can do that: zero tests is never a pass); or the
+    runner produced no usable report *and* does the same on an empty workspace. When
+    the same command reports normally on an empty workspace, the submission caused the
+    missing report (it crashed, killed or hijacked the runner) and the status is
+    ``evaluated`` with reward ``"0"``: a submission cannot turn its failure into an
+    infrastructure error by killing the runner.
+
+Trust model of the report: the tested code runs inside the test process, so code
+written to subvert pytest in memory could forge results; no in-process runner
+prevents that (Zero2Repo's judge has the same limit). What the judge does prevent:
+reports or reward files planted anywhere (only the judge's own report channel is
+read, and everything written to it during the run is read, so an extra write before
+or after pytest's own makes it unreadable), runner shadowing (rejected), tampering
+with the injected tests (read-only to the tested code), and reports that do not
+match the suite (foreign, duplicate or missing tests, wrong count).
+
+And each judgement adds a *canary*: one extra test module, named at random,
+holding one test that must fail. An honest run reports it failed (so pytest exits
+1, and "the runner exited cleanly" means: exit status 1 with the canary as the only
+failure). Code that forces results to "passed" (a patched report class, a report
+generated from the test files it can see, an early exit with status 0) reports
+the canary passed, leaves it out, or exits 0, and gets reward 0. The canary is not
+a hidden test: it is not counted, not hashed into ``suite_sha256`` and has no
+``test_result`` event; ``details.canary`` records its outcome.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import secrets
+import signal
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from engine.errors import ProcgradeError, RunSealedError, SeqConflictError, UnknownRunError
+from engine.events import EVENT_KINDS, Event
+from oracles.denylist import find_shadows, scan_imports
+from oracles.junit import CaseResult, JUnitError, JUnitReport, parse_junit, static_test_ids
+from oracles.sandbox import RunOutcome, RunSpec, Sandbox, SandboxError, hash_workspace
+from oracles.task_package import SuiteFile, Task, load_task
+
+__all__ = [
+    "VERIFIER",
+    "JudgeResult",
+    "ScanSummary",
+    "Verdict",
+    "ControlCheck",
+    "judge",
+    "accept",
+    "validate_task",
+    "make_sandbox",
+    "acceptance_events",
+]
+
+VERIFIER = "procgrade-acceptance"
+HARNESS = "procgrade-acceptance"
+_LIST = 5  # test ids named in an explanation
+
+
+def _now() -> str:
+    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+@dataclass(frozen=True)
+class ScanSummary:
+    status: str  # passed | rejected
+    files_scanned: int
+    findings: list[str]
+
+
+@dataclass(frozen=True)
+class JudgeResult:
+    task_id: str
+    milestone: str
+    backend: str
+    status: str
+    reward: str | None
+    suite_sha256: str
+    workspace_sha256: str | None
+    explanation: str
+    started_at: str
+    finished_at: str
+    duration_ms: int
+    scan: ScanSummary | None = None
+    tests: list[CaseResult] = field(default_factory=list)
+    collection_errors: list[CaseResult] = field(default_factory=list)
+    collection_skipped: list[CaseResult] = field(default_factory=list)
+    passed: int | None = None
+    failed: int | None = None
+    errored: int | None = None
+    skipped: int | None = None
+    details: dict[str, Any] = field(default_factory=dict)
+    output_tail: str = ""
+    command: str = ""
+
+    @property
+    def accepted(self) -> bool:
+        return self.status == "evaluated" and self.reward == "1"
+
+    def outcome_of(self, test_id: str) -> str | None:
+        return next((c.outcome for c in self.tests if c.test_id == test_id), None)
+
+
+def make_sandbox(backend: str = "local") -> Sandbox:
+    """The back-end named ``backend`` with its default settings."""
+    if backend == "local":
+        from oracles.local_sandbox import LocalSandbox
+
+        return LocalSandbox()
+    if backend == "docker":
+        try:
+            from oracles.docker_sandbox import DockerSandbox
+        except ImportError as exc:
+            raise ProcgradeError(f"the docker back-end is not available: {exc}") from None
+        return DockerSandbox()
+    raise ProcgradeError(f"unknown sandbox back-end {backend!r} (available: local, docker)")
+
+
+# --- judging ----------------------------------------------------------------------------------
+
+
+class _Judgement:
+    def __init__(self, task: Task, workspace: Path, sandbox: Sandbox, timeout_sec: float | None) -> None:
+        self.task, self.workspace, self.sandbox = task, workspace, sandbox
+        self.timeout = float(timeout_sec if timeout_sec is not None else task.tests.judge_timeout_sec)
+        self.started_at = _now()
+        self.t0 = time.monotonic()
+        self.workspace_sha: str | None = None
+        self.details: dict[str, Any] = {"milestone": task.milestone, "timeout_sec": self.timeout}
+        if task.tests.expected_test_count is not None:
+            self.details["expected_test_count"] = task.tests.expected_test_count
+        token = secrets.token_hex(6)
+        text = _CANARY.format(token=token, a=secrets.randbelow(10**9), b=10**9 + secrets.randbelow(10**9))
+        self.canary = SuiteFile(f"zz_procgrade_canary_{token}.py", text.encode(), True)
+        self.canary_id = f"{self.canary.name}::test_canary_{token}"
+
+    def result(self, status: str, reward: str | None, explanation: str, **fields: Any) -> JudgeResult:
+        if self.workspace_sha is None:
+            try:
+                self.workspace_sha = hash_workspace(self.workspace)
+            except OSError:
+                pass
+        return JudgeResult(
+            task_id=self.task.task_id, milestone=self.task.milestone, backend=self.sandbox.backend, status=status,
+            reward=reward, suite_sha256=self.task.suite_sha256, workspace_sha256=self.workspace_sha,
+            explanation=explanation, started_at=self.started_at, finished_at=_now(),
+            duration_ms=int((time.monotonic() - self.t0) * 1000), details=self.details, **fields,
+        )
+
+
+    @property
+    def injected(self) -> list[SuiteFile]:
+        return [*self.task.suite, self.canary]
+
+    @property
+    def test_files(self) -> list[str]:
+        return [*self.task.tests.test_files, self.canary.name]
+
+    def spec(self) -> RunSpec:
+        hide = [self.task.root]
+        for folder in (self.task.root, *self.task.root.parents):
+            if (folder / ".git").exists():  # the repository holding the task has its answers too
+                hide.append(folder / ".git")
+                break
+        return RunSpec(command_template=self.task.tests.test_command, workdir_template=self.task.manifest.workdir,
+                       test_files=self.test_files, timeout_sec=self.timeout, hide=hide)
+
+
+_CANARY = '''"""procgrade acceptance canary, not a hidden test: the judge requires that it fails."""
+
+
+def test_canary_{token}():
+    assert {a} == {b}, "procgrade canary: this test must fail"
+'''
+
+
+def _submission_problem(task: Task, workspace: Path, submit_file: Path | None) -> str | None:
+    marker = task.manifest.submit_marker
+    if marker is None:
+        return None
+    path = submit_file if submit_file is not None else workspace / marker.path
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return f"no submission: the submit marker {path} does not exist (the hidden tests were not run)"
+    except (OSError, UnicodeDecodeError) as exc:
+        return f"no submission: the submit marker {path} cannot be read: {exc}"
+    if text.rstrip("\r\n") != marker.content:
+        return f"no submission: the submit marker {path} does not hold {marker.content!r} (the hidden tests were not run)"
+    return None
+
+
+def judge(task: Task, workspace: str | Path, sandbox: Sandbox, *, submit_file: str | Path | None = None,
+          timeout_sec: float | None = None, check_submission: bool = True) -> JudgeResult:
+    """Judge ``workspace`` against ``task``'s hidden suite in ``sandbox`` (see the module doc)."""
+    workspace = Path(workspace).resolve()
+    j = _Judgement(task, workspace, sandbox, timeout_sec)
+    if check_submission:
+        problem = _submission_problem(task, workspace, Path(submit_file) if submit_file is not None else None)
+        if problem is not None:
+            return j.result("not_submitted", "0", problem)
+    scan: ScanSummary | None = None
+    try:
+        with sandbox.session() as sb:
+            loaded = sb.load_workspace(workspace)
+            j.workspace_sha = loaded.sha256
+            j.details["workspace"] = {"files": loaded.files, "bytes": loaded.bytes,
+                                      **({"left_out": loaded.left_out[:20]} if loaded.left_out else {})}
+            shadows = find_shadows(loaded.path, sb.runner_modules())
+            scanned = scan_imports(loaded.path, task.denylist.import_ban)
+            findings = [str(f) for f in shadows] + [str(f) for f in scanned.findings]
+            scan = ScanSummary("rejected" if findings else "passed", scanned.files_scanned, findings)
+            j.details["scan"] = {"skipped_third_party_files": scanned.skipped_files,
+                                 **({"unparsed": scanned.unparsed[:20]} if scanned.unparsed else {})}
+            j.details["sandbox"] = sb.details
+            if findings:
+                what = []
+                if shadows:
+                    what.append(f"{len(shadows)} runner shadow(s) at the workspace root")
+                if scanned.findings:
+                    what.append(f"{len(scanned.findings)} banned import(s)")
+                return j.result("rejected", "0", f"rejected before any test ran: {' and '.join(what)}: "
+                                + "; ".join(findings[:_LIST]) + (" ..." if len(findings) > _LIST else ""), scan=scan)
+            sb.inject_tests(j.injected)
+            spec = j.spec()
+            outcome = sb.run_tests(spec)
+            j.details["sandbox"] = sb.details
+    except SandboxError as exc:
+        return j.result("infra_error", None, f"judge error: {exc}", scan=scan)
+    assert scan is not None
+    return _decide(j, scan, outcome)
+
+
+def _exit_text(code: int | None) -> str:
+    if code is None:
+        return "no exit status"
+    if code < 0:
+        try:
+            return f"killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"killed by signal {-code}"
+    if code > 128:
+        try:
+            return f"exit {code} (a process killed by {signal.Signals(code - 128).name})"
+        except ValueError:
+            pass
+    return f"exit {code}"
+
+
+def _names(cases: Sequence[CaseResult]) -> str:
+    ids = [c.test_id for c in cases]
+    return ", ".join(ids[:_LIST]) + (f" and {len(ids) - _LIST} more" if len(ids) > _LIST else "")
+
+
+def _runner_sanity(j: _Judgement) -> tuple[bool, str]:
+    """Does the same command report normally on an empty workspace? (Tells a judge fault
+    from a submission that broke the runner.)"""
+    try:
+        with tempfile.TemporaryDirectory(prefix="procgrade-empty-workspace-") as empty:
+            with j.sandbox.session() as sb:
+                sb.load_workspace(Path(empty))
+                sb.inject_tests(j.injected)
+                outcome = sb.run_tests(j.spec())
+    except SandboxError as exc:
+        return False, f"the sandbox fails on an empty workspace too: {exc}"
+    if outcome.timed_out:
+        return False, "the test command times out on an empty workspace too"
+    if outcome.report is None or outcome.report_problem:
+        return False, (f"the test command writes no usable report on an empty workspace either "
+                       f"({_exit_text(outcome.exit_code)}): {outcome.output_tail.strip()[-500:]}")
+    try:
+        report = parse_junit(outcome.report, j.test_files)
+    except JUnitError as exc:
+        return False, f"the report on an empty workspace is unreadable too: {exc}"
+    if not any(c.file != j.canary.name for c in [*report.cases, *report.collection_errors]):
+        return False, "no test ran on an empty workspace either (the suite collects nothing)"
+    return True, "on an empty workspace the same command reports normally"
+
+
+_STATIC_IDS: dict[str, set[str] | None] = {}
+
+
+def _static_ids(task: Task) -> set[str] | None:
+    """The test ids visible in the suite's text (cached per suite hash)."""
+    if task.suite_sha256 not in _STATIC_IDS:
+        ini = next((f.data.decode("utf-8", "replace") for f in task.suite if f.name.endswith("pytest.ini")), None)
+        _STATIC_IDS[task.suite_sha256] = static_test_ids({f.name: f.data for f in task.suite if f.is_test}, ini)
+    return _STATIC_IDS[task.suite_sha256]
+
+
+def _decide(j: _Judgement, scan: ScanSummary, outcome: RunOutcome) -> JudgeResult:
+    task = j.task
+    j.details.update(exit_code=outcome.exit_code, runner_duration_ms=outcome.duration_ms)
+    if outcome.stragglers_killed:
+        j.details["stragglers_killed"] = outcome.stragglers_killed
+    common = {"scan": scan, "output_tail": outcome.output_tail, "command": outcome.command}
+    if outcome.timed_out:
+        return j.result("timeout", "0", f"the test command did not finish within {j.timeout:g}s and was killed",
+                        **common)
+
+    report: JUnitReport | None = None
+    broken = None
+    if outcome.report is None:
+        broken = f"the runner wrote no report ({_exit_text(outcome.exit_code)})"
+    elif outcome.report_problem:
+        broken = f"the report cannot be used: {outcome.report_problem}"
+    else:
+        try:
+            report = parse_junit(outcome.report, j.test_files)
+        except JUnitError as exc:
+            broken = f"the report is unreadable ({exc}; {_exit_text(outcome.exit_code)})"
+        else:
+            hidden = [c for c in [*report.cases, *report.collection_errors, *report.collection_skipped]
+                      if c.file != j.canary.name]
+            if not hidden and not report.foreign:
+                # Only the suite or the command can make pytest collect nothing from the hidden
+                # test files (a workspace that fails to import shows up as collection errors).
+                j.details["canary"] = next((c.outcome for c in report.cases if c.file == j.canary.name), "not run")
+                return j.result("infra_error", None, f"judge error: no test ran: the report lists no hidden test "
+                                f"({_exit_text(outcome.exit_code)})", **common)
+    if broken is not None:
+        works, why = _runner_sanity(j)
+        j.details["runner_sanity"] = why
+        if not works:
+            return j.result("infra_error", None, f"judge error: {broken}; {why}", **common)
+        return j.result("evaluated", "0", f"{broken}; {why}, so the submission broke the run", **common)
+
+    assert report is not None
+    canary = [c for c in report.cases if c.file == j.canary.name]
+    tests = [c for c in report.cases if c.file != j.canary.name]
+    cerrs = [c for c in report.collection_errors if c.file != j.canary.name]
+    cskips = [c for c in report.collection_skipped if c.file != j.canary.name]
+    canary_problem = None
+    if not canary:
+        if not cerrs:
+            canary_problem = "the judge's canary test is missing from the report"
+    elif len(canary) > 1 or canary[0].test_id != j.canary_id:
+        canary_problem = "the report holds an unexpected canary test"
+    elif canary[0].outcome not in ("failed", "error"):
+        canary_problem = (f"the judge's canary test, which must fail, was reported {canary[0].outcome}: "
+                          "the test results were tampered with")
+    j.details["canary"] = canary[0].outcome if canary else "not run"
+    counts = {
+        "passed": sum(1 for c in tests if c.outcome == "passed"),
+        "failed": sum(1 for c in tests if c.outcome == "failed"),
+        "errored": sum(1 for c in tests if c.outcome == "error") + len(cerrs),
+        "skipped": sum(1 for c in tests if c.outcome == "skipped") + len(cskips),
+    }
+    problems = list(report.problems)
+    expected = task.tests.expected_test_count
+    if expected is not None and len(tests) != expected and not cerrs and not cskips:
+        problems.append(f"the report lists {len(tests)} hidden tests, the manifest expects {expected}")
+    static = _static_ids(task)
+    if static is not None and not cerrs and not cskips:
+        reported = {c.test_id.split("[", 1)[0] for c in tests}
+        missing = sorted(static - reported)
+        if missing:
+            problems.append(f"{len(missing)} test(s) in the test files were not reported, first {missing[0]}")
+    if canary_problem:
+        problems.insert(0, canary_problem)
+    if problems:
+        j.details["report_problems"] = problems
+
+    failed = [c for c in tests if c.outcome == "failed"]
+    errored = [c for c in tests if c.outcome == "error"]
+    skipped = [c for c in tests if c.outcome == "skipped"]
+    reasons = []
+    if cerrs:
+        reasons.append(f"{len(cerrs)} hidden test module(s) failed to import (collection errors: "
+                       f"{', '.join(c.test_id for c in cerrs[:_LIST])})" + ("; no hidden test ran" if not tests else ""))
+    if cskips:
+        reasons.append(f"{len(cskips)} hidden test module(s) were skipped as a whole "
+                       f"({', '.join(c.test_id for c in cskips[:_LIST])}): a skipped hidden test is not a pass")
+    if failed:
+        reasons.append(f"{len(failed)} of {len(tests)} hidden tests failed: {_names(failed)}")
+    if errored:
+        reasons.append(f"{len(errored)} errored: {_names(errored)}")
+    if skipped:
+        reasons.append(f"{len(skipped)} skipped ({_names(skipped)}): a skipped hidden test is not a pass")
+    if problems:
+        reasons.append("inconsistent report: " + "; ".join(problems))
+    if not reasons and outcome.exit_code != 1:
+        # pytest exits 1 when a test failed: here exactly one did, the canary.
+        reasons.append(f"every hidden test passed but the runner ended with {_exit_text(outcome.exit_code)}, "
+                       f"not with the status of a run whose only failure is the canary (exit 1)")
+    if not tests and not reasons:
+        reasons.append("no hidden test ran")
+    if reasons:
+        return j.result("evaluated", "0", "; ".join(reasons), tests=tests, collection_errors=cerrs,
+                        collection_skipped=cskips, **counts, **common)
+    return j.result("evaluated", "1", f"all {len(tests)} hidden tests passed", tests=tests, collection_errors=cerrs,
+                    **counts, **common)
+
+
+# --- events and the store ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Verdict:
+    run_id: str
+    #: How many acceptance checks the run held before this one (0 for the first).
+    attempt: int
+    created_run: bool
+    events: list[Event]
+    result: JudgeResult
+
+    @property
+    def status(self) -> str:
+        return self.result.status
+
+    @property
+    def reward(self) -> str | None:
+        return self.result.reward
+
+
+def _event(kind: str, **fields: Any) -> Event:
+    return EVENT_KINDS[kind].model_validate({k: v for k, v in fields.items() if v is not None})
+
+
+def _event_id(run_id: str, result: JudgeResult, attempt: int, n: int) -> str:
+    base = f"{run_id}@accept:{result.suite_sha256[:12]}:{(result.workspace_sha256 or 'none')[:12]}:{attempt}:{n}"
+    return base if len(base) <= 200 else "sha256:" + hashlib.sha256(base.encode()).hexdigest()
+
+
+def acceptance_events(run_id: str, first_seq: int, attempt: int, result: JudgeResult) -> list[Event]:
+    """The events of one acceptance check, from seq ``first_seq``: ``acceptance_started``,
+    ``denylist_scan`` (when the scan ran), one ``test_result`` per hidden test (and per
+    module that failed to import or was skipped whole), ``acceptance_verdict``."""
+    events: list[Event] = []
+    start = first_seq
+
+    def add(kind: str, ts: str, **fields: Any) -> None:
+        seq = first_seq + len(events)
+        events.append(_event(kind, run_id=run_id, seq=seq, event_id=_event_id(run_id, result, attempt, len(events)),
+                             ts=ts, actor="grader", parent_seq=None if seq == start else start, **fields))
+
+    add("acceptance_started", result.started_at, task_id=result.task_id, suite_sha256=result.suite_sha256,
+        backend=result.backend, workspace_sha256=result.workspace_sha256, milestone=result.milestone)
+    if result.scan is not None:
+        add("denylist_scan", result.finished_at, status=result.scan.status, files_scanned=result.scan.files_scanned,
+            findings=result.scan.findings or None)
+    for case in result.collection_errors:
+        add("test_result", result.finished_at, test_id=case.test_id, outcome="error", group="collection_error",
+            verifier=VERIFIER, duration_ms=case.duration_ms, message=case.message)
+    for case in result.collection_skipped:
+        add("test_result", result.finished_at, test_id=case.test_id, outcome="skipped", group="collection_skipped",
+            verifier=VERIFIER, duration_ms=case.duration_ms, message=case.message)
+    for case in result.tests:
+        add("test_result", result.finished_at, test_id=case.test_id, outcome=case.outcome, group=case.file,
+            verifier=VERIFIER, duration_ms=case.duration_ms, message=case.message)
+    payload = {k: v for k, v in (("command", result.command), ("output_tail", result.output_tail)) if v}
+    add("acceptance_verdict", result.finished_at, verifier=VERIFIER, status=result.status, reward=result.reward,
+        passed=result.passed, failed=result.failed, errored=result.errored, skipped=result.skipped,
+        suite_sha256=result.suite_sha256, duration_ms=result.duration_ms, explanation=result.explanation,
+        details={**result.details, "attempt": attempt}, payload=payload)
+    return events
+
+
+_KIND_COLUMN = None
+
+
+def _attempts(store: Any, run_id: str) -> int:
+    global _KIND_COLUMN
+    if _KIND_COLUMN is None:
+        from engine.stored import STORED_COLUMNS
+
+        _KIND_COLUMN = STORED_COLUMNS.index("kind")
+    return sum(1 for row in store.stored_events(run_id) if row[_KIND_COLUMN] == "acceptance_started")
+
+
+def accept(store: Any, task_dir: str | Path, workspace_dir: str | Path, run_id: str | None = None,
+           backend: str = "local", *, sandbox: Sandbox | None = None, submit_file: str | Path | None = None,
+           timeout_sec: float | None = None) -> Verdict:
+    """Judge the workspace and append the check to run ``run_id`` in one transaction.
+
+    Without ``run_id`` the check goes to an outcome-only run
+    ``acceptance/<task_id>/<workspace sha256[:16]>`` (created with a ``run_started`` by
+    harness ``procgrade-acceptance``). Every call is a new attempt: judging the same
+    workspace again appends a second check, never replaces the first.
+    """
+    task = load_task(task_dir)
+    sandbox = sandbox or make_sandbox(backend)
+    if run_id is not None:
+        info = store.run(run_id)  # UnknownRunError before spending a judgement
+        if info.sealed:
+            raise RunSealedError(f"run {run_id} is sealed; an acceptance check cannot be appended", run_id=run_id)
+    result = judge(task, workspace_dir, sandbox, submit_file=submit_file, timeout_sec=timeout_sec)
+    target = run_id or f"acceptance/{task.task_id}/{(result.workspace_sha256 or 'unknown')[:16]}"
+    for _ in range(5):
+        try:
+            info = store.run(target)
+            created = False
+            count, attempt = info.event_count, _attempts(store, target)
+        except UnknownRunError:
+            if run_id is not None:
+                raise
+            created, count, attempt = True, 0, 0
+        events = acceptance_events(target, count + (1 if created else 0), attempt, result)
+        if created:
+            from engine.version import __version__
+
+            start = _event("run_started", run_id=target, seq=0, event_id=f"{target}@start", ts=result.started_at,
+                           actor="harness", harness={"name": HARNESS, "version": __version__}, task_id=task.task_id,
+                           labels={"kind": "acceptance-only"})
+            events = [start, *events]
+        try:
+            with store.writer() as writer:
+                writer.append(target, events)
+        except SeqConflictError:
+            continue  # another writer appended meanwhile: re-read the run and retry
+        return Verdict(target, attempt, created, events, result)
+    raise SeqConflictError(f"run {target}: kept changing while the acceptance check was appended", run_id=target)
+
+
+# --- task validation ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ControlCheck:
+    name: str
+    expected_reward: int
+    result: JudgeResult
+    ok: bool
+    problem: str = ""
+
+
+def validate_task(task_dir: str | Path, backend: str = "local", *, sandbox: Sandbox | None = None,
+                  timeout_sec: float | None = None) -> tuple[Task, list[ControlCheck]]:
+    """Judge every control; each must get its expected reward, and for ``must_fail_tests``
+    exactly those tests must fail (or error) and all others pass."""
+    task = load_task(task_dir)
+    sandbox = sandbox or make_sandbox(backend)
+    checks = []
+    for name, control in sorted(task.controls.items()):
+        result = judge(task, control.app, sandbox, timeout_sec=timeout_sec, check_submission=False)
+        expected = str(control.expect.reward)
+        problem = ""
+        if result.reward != expected:
+            problem = f"expected reward {expected}, got {result.reward or 'none'} ({result.status})"
+        elif result.status in ("infra_error", "timeout"):
+            problem = f"reward {expected} but status {result.status}"
+        elif control.expect.must_fail_tests is not None:
+            want = set(control.expect.must_fail_tests)
+            failing = {c.test_id for c in result.tests if c.outcome in ("failed", "error")}
+            others = {c.test_id for c in result.tests if c.outcome != "passed"} - want
+            if failing != want or others or result.collection_errors:
+                extra = sorted((failing | others) - want)
+                missing = sorted(want - failing)
+                problem = "must_fail_tests mismatch" + (f"; also failing: {', '.join(extra[:3])}" if extra else "") + (
+                    f"; not failing: {', '.join(missing[:3])}" if missing else "")
+        checks.append(ControlCheck(name, control.expect.reward, result, not problem, problem))
+    return task, checks

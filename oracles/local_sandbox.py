@@ -1,0 +1,655 @@
+"""The ``local`` sandbox back-end: isolation with what a Linux host has, run as root.
+
+One judgement gets (all verified on the development machine, see the tests):
+
+- **its own file system corner**: a fresh folder holding a size-limited tmpfs
+  (``nosuid,nodev``; the workspace's size plus :attr:`Limits.scratch_bytes`) with
+  ``workspace/`` (the copy, owned by the sandbox user), ``tests/`` (created only at
+  injection; root-owned, read-only to the tested code), ``report/junit.xml`` (a FIFO,
+  see below), ``home/`` and ``tmp/`` (the user's ``HOME`` and ``TMPDIR``) and
+  ``judge/`` (root only: output log, mount staging);
+- **a dedicated unprivileged user**: a numeric uid picked per judgement from
+  :data:`UID_RANGE` that no process uses and ``/etc/passwd`` does not name, so
+  ``RLIMIT_NPROC`` (counted per real uid) bounds exactly this judgement's processes
+  and no other file on the host belongs to it. ``setpriv`` drops every capability,
+  clears the bounding set and sets ``no_new_privs`` (setuid programs cannot regain
+  root). ``nobody`` is avoided on purpose: it owns the root file system's reserved
+  blocks here (``resuid=65534``) and other software runs as it;
+- **namespaces** (``unshare``): a network namespace with no interface up (every
+  connection fails, loopback included), a PID namespace (the tested code sees only
+  its own processes, and when its first process ends or the judge kills ``unshare``
+  the kernel kills every process left in it, daemons included), and a mount
+  namespace in which ``/tmp`` (holding the sandbox) is read-only, ``/var/tmp``,
+  ``/dev/shm``, ``/run/lock`` are small private tmpfs, the task package is hidden
+  behind an empty read-only tmpfs (its controls, reference code and sources), and
+  closed folders on the way to the interpreter (``/root`` when Python lives in
+  ``/root/.pyenv``) are replaced by a tmpfs exposing only that way;
+- **resource limits** (``setrlimit`` by ``prlimit`` just before ``setpriv``; no Python code
+  runs between fork and exec, so judging from a threaded program is safe): ``RLIMIT_NPROC`` (fork bombs),
+  ``RLIMIT_FSIZE`` (one file cannot fill the disk; the tmpfs bounds the sum),
+  ``RLIMIT_AS`` (memory), ``RLIMIT_CPU``, ``RLIMIT_NOFILE``, ``RLIMIT_CORE`` = 0;
+- **a wall-clock limit**: on expiry the whole process group is killed (and with it
+  the PID namespace), then any process still running as the sandbox uid.
+
+The JUnit report goes through a FIFO the judge reads: the runner's ``open(path, "w")``
+writes into a pipe, so every byte anyone writes to that path while the run lasts
+reaches the judge in order. A report planted before pytest writes its own, or
+rewritten after it (an ``atexit`` hook), arrives as a second document and makes the
+report unreadable, never a pass. The tested code cannot read the FIFO, delete it or
+create files beside it.
+
+Not isolated (a known limit of this back-end; the Docker back-end closes it): the
+host's world-readable files stay readable, CPU time is not shared fairly, memory is
+bounded per process, not in total.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import json
+import os
+import random
+import shlex
+import shutil
+import signal
+import stat
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from oracles.sandbox import LoadedWorkspace, RunOutcome, RunSpec, Sandbox, SandboxError, SandboxSession, copy_workspace
+from oracles.task_package import SuiteFile, fill_template
+
+__all__ = ["LocalSandbox", "Limits", "UID_RANGE", "isolation_available"]
+
+#: Where sandbox uids come from: far above any uid a distribution hands out.
+UID_RANGE = (1_600_000, 1_700_000)
+SANDBOX_USER = "procgrade-sandbox"
+MiB = 1 << 20
+GiB = 1 << 30
+
+
+@dataclass(frozen=True)
+class Limits:
+    nproc: int = 256
+    fsize_bytes: int = 256 * MiB
+    address_space_bytes: int = 4 * GiB
+    nofile: int = 1024
+    #: Room on the sandbox's tmpfs beyond the copied workspace (bytes, and files).
+    scratch_bytes: int = 512 * MiB
+    scratch_inodes: int = 100_000
+    #: Size of each private /var/tmp, /dev/shm, /run/lock.
+    private_tmp_bytes: int = 64 * MiB
+    #: RLIMIT_CPU = the wall-clock limit plus this (the wall clock normally ends a run first).
+    cpu_margin_sec: int = 30
+    #: Largest JUnit report read.
+    report_bytes: int = 64 * MiB
+    output_tail_bytes: int = 8192
+
+
+_PROBE = r"""
+import contextlib, io, json, os, shutil, sys, tempfile
+d = tempfile.mkdtemp(prefix="procgrade-probe-")
+with open(os.path.join(d, "test_probe.py"), "w") as f:
+    f.write("def test_pass():\n    assert 1\n\n\ndef test_fail():\n    assert [1] == [2]\n")
+with open(os.path.join(d, "pytest.ini"), "w") as f:
+    f.write("[pytest]\njunit_family = xunit2\n")
+import pytest
+with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+    pytest.main(["-c", d + "/pytest.ini", "--rootdir", d, "-p", "no:cacheprovider", "-q", "-rfE",
+                 "--junitxml", d + "/j.xml", d + "/test_probe.py"])
+shutil.rmtree(d, ignore_errors=True)
+
+def third_party(mod):
+    spec = getattr(mod, "__spec__", None)
+    places = [getattr(spec, "origin", None) or ""] + list(getattr(spec, "submodule_search_locations", None) or [])
+    return any(part in ("site-packages", "dist-packages") for p in places if p for part in p.split(os.sep))
+
+tops = {name.partition(".")[0] for name in list(sys.modules)}
+modules = sorted(t for t in tops if sys.modules.get(t) is not None and third_party(sys.modules[t]))
+paths = [sys.executable, os.path.realpath(sys.executable), sys.prefix, sys.base_prefix, sys.exec_prefix,
+         sys.base_exec_prefix] + [p for p in sys.path if p]
+paths = sorted({os.path.realpath(p) for p in paths if os.path.exists(p)})
+print(json.dumps({"modules": modules, "paths": paths, "pytest": pytest.__version__, "version": sys.version.split()[0]}))
+"""
+
+_PROBES: dict[str, dict[str, Any]] = {}
+_PROBE_LOCK = threading.Lock()
+_ISOLATION: dict[str, Any] = {}
+
+
+_MS_NOSUID, _MS_NODEV, _MS_REMOUNT = 2, 4, 32
+_MNT_DETACH = 2
+_LIBC: Any = None
+
+
+def _libc() -> Any:
+    global _LIBC
+    if _LIBC is None:
+        import ctypes
+        import ctypes.util
+
+        _LIBC = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+    return _LIBC
+
+
+def _sys_mount(source: str, target: str, fstype: str, flags: int, data: str) -> None:
+    """mount(2) from the judge itself (a ``mount`` process per call costs milliseconds)."""
+    import ctypes
+
+    if _libc().mount(source.encode(), target.encode(), fstype.encode(), ctypes.c_ulong(flags), data.encode()) != 0:
+        err = ctypes.get_errno()
+        raise SandboxError(f"mount {fstype} on {target} ({data}): {os.strerror(err)}")
+
+
+def _sys_umount(target: str) -> bool:
+    libc = _libc()
+    if libc.umount2(target.encode(), 0) == 0:
+        return True
+    return libc.umount2(target.encode(), _MNT_DETACH) == 0
+
+
+def _clean_env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    env = {"PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C.UTF-8"}
+    env.update(extra or {})
+    return env
+
+
+def _probe_interpreter(python: str) -> dict[str, Any]:
+    """What the judge interpreter loads to run pytest, and the folders it needs (cached)."""
+    with _PROBE_LOCK:
+        if python in _PROBES:
+            return _PROBES[python]
+        with tempfile.TemporaryDirectory(prefix="procgrade-probe-cwd-") as cwd:
+            try:
+                done = subprocess.run([python, "-c", _PROBE], cwd=cwd, capture_output=True, text=True, timeout=120,
+                                      env=_clean_env({"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "PYTHONDONTWRITEBYTECODE": "1",
+                                                      "HOME": cwd, "TMPDIR": cwd}))
+            except (OSError, subprocess.TimeoutExpired) as exc:
+                raise SandboxError(f"cannot run the judge interpreter {python}: {exc}") from None
+        if done.returncode != 0:
+            tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
+            raise SandboxError(f"the judge interpreter {python} cannot run pytest: {' | '.join(tail)}")
+        info = json.loads(done.stdout.strip().splitlines()[-1])
+        info["paths"] = sorted(set(info["paths"]) | set(_link_chain(python)))
+        _PROBES[python] = info
+        return info
+
+
+def _link_chain(path: str) -> list[str]:
+    """``path`` and every link target on the way to the real file (all must be reachable)."""
+    seen = [os.path.abspath(path)]
+    current = seen[0]
+    for _ in range(40):
+        if not os.path.islink(current):
+            break
+        current = os.path.normpath(os.path.join(os.path.dirname(current), os.readlink(current)))
+        seen.append(current)
+    return [os.path.realpath(os.path.dirname(p)) for p in seen] + [os.path.realpath(path)]
+
+
+def isolation_available() -> tuple[bool, str]:
+    """Whether this host can isolate a run (root, unshare with net/mount/pid namespaces,
+    setpriv, mount); the reason when not. Checked once per process."""
+    if "ok" in _ISOLATION:
+        return _ISOLATION["ok"], _ISOLATION["why"]
+    ok, why = True, "root; unshare --net --mount --pid; setpriv; tmpfs"
+    tools = {name: shutil.which(name, path=_clean_env()["PATH"])
+             for name in ("unshare", "setpriv", "mount", "umount", "prlimit")}
+    missing = [name for name, where in tools.items() if where is None]
+    if os.geteuid() != 0:
+        ok, why = False, "the local back-end isolates with a dedicated uid and namespaces, which needs root"
+    elif missing:
+        ok, why = False, f"missing tools: {', '.join(missing)} (util-linux)"
+    else:
+        try:
+            done = subprocess.run([tools["unshare"], "--net", "--mount", "--pid", "--fork", "--kill-child", "--mount-proc",
+                                   "--", "/bin/sh", "-c", "true"], capture_output=True, text=True, timeout=60,
+                                  env=_clean_env())
+            if done.returncode != 0:
+                ok, why = False, f"unshare (net, mount, pid namespaces) fails here: {done.stderr.strip()}"
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            ok, why = False, f"unshare fails here: {exc}"
+    _ISOLATION.update(ok=ok, why=why, tools=tools)
+    return ok, why
+
+
+def _uid_in_use(uid: int) -> bool:
+    try:
+        import pwd
+
+        pwd.getpwuid(uid)
+        return True
+    except KeyError:
+        pass
+    return bool(_pids_of_uid(uid))
+
+
+def _pids_of_uid(uid: int) -> list[int]:
+    pids = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/status", "rb") as handle:
+                for line in handle:
+                    if line.startswith(b"Uid:"):
+                        if int(line.split()[1]) == uid:
+                            pids.append(int(name))
+                        break
+        except (OSError, ValueError, IndexError):
+            continue
+    return pids
+
+
+def _kill_uid(uid: int, deadline_sec: float = 20.0) -> int:
+    """SIGKILL every process whose real uid is ``uid`` until none is left; how many were seen."""
+    killed: set[int] = set()
+    end = time.monotonic() + deadline_sec
+    while True:
+        pids = _pids_of_uid(uid)
+        if not pids:
+            return len(killed)
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+            killed.add(pid)
+        if time.monotonic() > end:
+            raise SandboxError(f"processes of sandbox uid {uid} survive SIGKILL: {pids[:10]}")
+        time.sleep(0.05)
+
+
+def _reachable_by_others(path: Path) -> bool:
+    for part in [path, *path.parents]:
+        try:
+            if not os.stat(part).st_mode & stat.S_IXOTH:
+                return False
+        except OSError:
+            return False
+    return True
+
+
+def _under(path: str, top: str) -> bool:
+    return path == top or path.startswith(top.rstrip("/") + "/")
+
+
+class LocalSandbox(Sandbox):
+    """The local back-end (see the module documentation)."""
+
+    backend = "local"
+
+    def __init__(self, python: str | None = None, *, limits: Limits | None = None, base_dir: str | Path | None = None,
+                 isolate: bool = True) -> None:
+        self.python = python or sys.executable
+        self.limits = limits or Limits()
+        self.base_dir = Path(base_dir or tempfile.gettempdir()).resolve()
+        self.isolate = isolate
+
+    @contextlib.contextmanager
+    def session(self) -> Iterator["LocalSession"]:
+        if self.isolate:
+            ok, why = isolation_available()
+            if not ok:
+                raise SandboxError(f"local sandbox unavailable: {why}")
+            if not _reachable_by_others(self.base_dir):
+                raise SandboxError(f"the sandbox base folder {self.base_dir} is not reachable by an unprivileged user")
+        session = LocalSession(self)
+        try:
+            yield session
+        finally:
+            session.close()
+
+
+class LocalSession(SandboxSession):
+    def __init__(self, owner: LocalSandbox) -> None:
+        self.owner = owner
+        self.limits = owner.limits
+        self.isolate = owner.isolate
+        self.tools: dict[str, str] = _ISOLATION.get("tools") or {
+            name: shutil.which(name, path=_clean_env()["PATH"]) or name for name in ("umount", "prlimit")}
+        self.root = Path(tempfile.mkdtemp(prefix="procgrade-sandbox-", dir=owner.base_dir))
+        self.mounted = False
+        self._swept = False
+        self.uid: int | None = None
+        self.workspace: Path | None = None
+        self.tests: Path | None = None
+        self._details: dict[str, Any] = {"backend": "local", "isolated": self.isolate, "root": str(self.root)}
+        try:
+            os.chmod(self.root, 0o711)
+            if self.isolate:
+                self._mount_root()
+                self.uid = self._pick_uid()
+                self._details.update(uid=self.uid, network="none (network namespace)", pid_namespace=True,
+                                     limits=asdict(self.limits))
+            else:
+                self._details.update(uid=os.geteuid(), network="host", pid_namespace=False,
+                                     limits={k: v for k, v in asdict(self.limits).items() if k != "nproc"})
+            (self.root / "judge").mkdir(mode=0o700)
+            self._shared_dir(self.root / "report")
+        except BaseException:
+            self.close()
+            raise
+
+    # --- setup ---------------------------------------------------------------------------------
+
+    def _mount_root(self) -> None:
+        _sys_mount("procgrade-sandbox", str(self.root), "tmpfs", _MS_NOSUID | _MS_NODEV, "size=50%,mode=0711")
+        self.mounted = True
+
+    def _pick_uid(self) -> int:
+        rng = random.SystemRandom()
+        for _ in range(200):
+            uid = rng.randrange(*UID_RANGE)
+            if not _uid_in_use(uid):
+                return uid
+        raise SandboxError(f"no free sandbox uid in {UID_RANGE}")
+
+    def _chown_tree(self, top: Path) -> None:
+        uid = self.uid
+        assert uid is not None
+        os.lchown(top, uid, uid)
+        for dirpath, dirnames, filenames in os.walk(top):
+            for name in dirnames + filenames:
+                os.lchown(os.path.join(dirpath, name), uid, uid)
+
+    def _shared_dir(self, path: Path) -> None:
+        """A root-owned folder the sandbox user may read but not change (and no one else may read:
+        another judgement's sandbox user must not see this one's tests)."""
+        path.mkdir(mode=0o700, exist_ok=True)
+        if self.uid is not None:
+            os.chown(path, 0, self.uid)
+            os.chmod(path, 0o750)
+        else:
+            os.chmod(path, 0o755)
+
+    def _private_dir(self, name: str) -> Path:
+        path = self.root / name
+        path.mkdir(mode=0o700)
+        if self.uid is not None:
+            os.chown(path, self.uid, self.uid)
+        return path
+
+    # --- the interface -------------------------------------------------------------------------
+
+    @property
+    def details(self) -> dict[str, Any]:
+        return dict(self._details)
+
+    def load_workspace(self, source: Path) -> LoadedWorkspace:
+        source = Path(source).resolve()
+        if not source.is_dir():
+            raise SandboxError(f"the workspace {source} is not a folder")
+        dest = self.root / "workspace"
+        dest.mkdir(mode=0o755)
+        try:
+            loaded = copy_workspace(source, dest)
+        except OSError as exc:
+            if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+                raise SandboxError(f"the workspace does not fit the sandbox: {exc}") from None
+            raise SandboxError(f"cannot copy the workspace: {exc}") from None
+        if self.mounted:  # from now on: what the copy uses, plus the scratch room
+            st = os.statvfs(self.root)
+            size = (st.f_blocks - st.f_bfree) * st.f_frsize + self.limits.scratch_bytes
+            inodes = (st.f_files - st.f_ffree) + self.limits.scratch_inodes
+            _sys_mount("procgrade-sandbox", str(self.root), "tmpfs", _MS_REMOUNT | _MS_NOSUID | _MS_NODEV,
+                       f"size={size},nr_inodes={inodes},mode=0711")
+            self._details.update(disk_bytes=size, disk_inodes=inodes)
+        if self.uid is not None:
+            self._chown_tree(dest)
+            os.chmod(dest, 0o700)
+        self.workspace = dest
+        return loaded
+
+    def runner_modules(self) -> frozenset[str]:
+        return frozenset(_probe_interpreter(self.owner.python)["modules"])
+
+    def inject_tests(self, files: Sequence[SuiteFile]) -> None:
+        tests = self.root / "tests"
+        self._shared_dir(tests)
+        for f in files:
+            target = tests / f.name
+            for parent in reversed(target.relative_to(tests).parents[:-1]):
+                self._shared_dir(tests / parent)
+            fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            try:
+                view = memoryview(f.data)
+                while view:
+                    view = view[os.write(fd, view):]
+            finally:
+                os.close(fd)
+            if self.uid is not None:
+                os.chown(target, 0, self.uid)
+                os.chmod(target, 0o640)
+            else:
+                os.chmod(target, 0o644)
+        self.tests = tests
+
+    def run_tests(self, spec: RunSpec) -> RunOutcome:
+        if self.workspace is None or self.tests is None:
+            raise SandboxError("run_tests before load_workspace and inject_tests")
+        home, tmp = self._private_dir("home"), self._private_dir("tmp")
+        fifo = self.root / "report" / "junit.xml"
+        os.mkfifo(fifo, 0o600)
+        if self.uid is not None:  # root reads; the sandbox user may only write
+            os.chown(fifo, 0, self.uid)
+            os.chmod(fifo, 0o620)
+        else:
+            os.chmod(fifo, 0o622)
+        command = fill_template(spec.command_template, {
+            "workspace": str(self.workspace), "test_dir": str(self.tests),
+            "test_files": [str(self.tests / f) for f in spec.test_files],
+            "junit_xml": str(fifo), "python": self.owner.python,
+        })
+        workdir = spec.workdir_template.replace("{workspace}", str(self.workspace))
+        env = _clean_env({"HOME": str(home), "TMPDIR": str(tmp), "USER": SANDBOX_USER, "LOGNAME": SANDBOX_USER})
+        if self.isolate:
+            argv = self._isolated_argv(spec, workdir, command)
+            cwd = "/"
+        else:
+            argv = [*self._prlimit(spec.timeout_sec), "/bin/sh", "-c", command]
+            cwd = workdir
+        reader = _FifoReader(fifo, self.limits.report_bytes)
+        log_path = self.root / "judge" / "output.log"
+        timed_out = False
+        started = time.monotonic()
+        try:
+            with open(log_path, "wb") as log:
+                try:
+                    proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=log,
+                                            stderr=subprocess.STDOUT, start_new_session=True)
+                except OSError as exc:
+                    raise SandboxError(f"cannot start the test command: {exc}") from None
+                try:
+                    proc.wait(timeout=spec.timeout_sec)
+                except subprocess.TimeoutExpired:
+                    timed_out = True
+                    with contextlib.suppress(ProcessLookupError):
+                        os.killpg(proc.pid, signal.SIGKILL)
+                    proc.wait()
+                duration_ms = int((time.monotonic() - started) * 1000)
+                stragglers = _kill_uid(self.uid) if self.uid is not None else 0
+                self._swept = True
+                if not self.isolate:
+                    with contextlib.suppress(ProcessLookupError, PermissionError):
+                        os.killpg(proc.pid, signal.SIGKILL)
+        finally:
+            report, report_problem = reader.finish()
+        if self.isolate and not (self.root / "judge" / "prelude.ok").exists() and not timed_out:
+            raise SandboxError("the sandbox could not be set up: " + _tail(log_path, 2000).strip())
+        return RunOutcome(exit_code=proc.returncode, timed_out=timed_out, duration_ms=duration_ms, report=report,
+                          report_problem=report_problem, output_tail=_tail(log_path, self.limits.output_tail_bytes),
+                          command=command, stragglers_killed=stragglers)
+
+    # --- isolation -------------------------------------------------------------------------------
+
+    def _prlimit(self, timeout_sec: float) -> list[str]:
+        """``prlimit`` options (setrlimit before exec; no Python runs between fork and exec)."""
+        limits = self.limits
+        cpu = int(timeout_sec) + limits.cpu_margin_sec
+        options = [f"--fsize={limits.fsize_bytes}:{limits.fsize_bytes}",
+                   f"--as={limits.address_space_bytes}:{limits.address_space_bytes}",
+                   f"--nofile={limits.nofile}:{limits.nofile}", "--core=0:0", f"--cpu={cpu}:{cpu + 5}"]
+        if self.isolate:  # counted per real uid: only meaningful for the dedicated uid
+            options.insert(0, f"--nproc={limits.nproc}:{limits.nproc}")
+        return [self.tools["prlimit"], *options, "--"]
+
+    def _isolated_argv(self, spec: RunSpec, workdir: str, command: str) -> list[str]:
+        q = shlex.quote
+        root = str(self.root)
+        needed = [root, *_probe_interpreter(self.owner.python)["paths"]]
+        stage = self.root / "judge" / "stage"
+        stage.mkdir(mode=0o700)
+        lines = ["set -u", "fail() { echo \"procgrade sandbox: $*\" >&2; exit 125; }"]
+        mounted: dict[str, str] = {}
+
+        # 1. private temporary folders: the one holding the sandbox turns read-only.
+        size = self.limits.private_tmp_bytes
+        for tmpdir in ("/tmp", "/var/tmp", "/dev/shm", "/run/lock"):
+            if not os.path.isdir(tmpdir) or os.path.islink(tmpdir):
+                continue
+            if any(_under(p, os.path.realpath(tmpdir)) for p in needed):
+                lines.append(f"mount --rbind {q(tmpdir)} {q(tmpdir)} && mount -o remount,bind,ro {q(tmpdir)} "
+                             f"|| fail read-only {q(tmpdir)}")
+                mounted[tmpdir] = "read-only"
+            else:
+                lines.append(f"mount -t tmpfs -o size={size},mode=1777,nosuid,nodev procgrade-tmp {q(tmpdir)} "
+                             f"|| fail private {q(tmpdir)}")
+                mounted[tmpdir] = f"private tmpfs {size}"
+
+        # 2. closed folders on the way to the interpreter: keep only that way.
+        closed: dict[str, set[str]] = {}
+        for path in needed:
+            parts = Path(path).parts
+            for depth in range(1, len(parts)):
+                ancestor, child = str(Path(*parts[:depth])), parts[depth]
+                try:
+                    mode = os.stat(ancestor).st_mode
+                except OSError:
+                    break
+                if not mode & stat.S_IXOTH:
+                    closed.setdefault(ancestor, set()).add(child)
+        n = 0
+        for ancestor in sorted(closed, key=lambda a: len(Path(a).parts), reverse=True):
+            if _under(root, ancestor):
+                raise SandboxError(f"the sandbox lies under {ancestor}, which an unprivileged user cannot enter")
+            pairs = []
+            for child in sorted(closed[ancestor]):
+                src = os.path.join(ancestor, child)
+                if not os.path.exists(src):
+                    continue
+                tgt = str(stage / str(n))
+                n += 1
+                make = "mkdir" if os.path.isdir(src) else "touch"
+                lines.append(f"{make} {q(tgt)} && mount --rbind {q(src)} {q(tgt)} || fail stage {q(src)}")
+                pairs.append((src, tgt, make))
+            lines.append(f"mount -t tmpfs -o size=1m,mode=0755,nosuid,nodev procgrade-expose {q(ancestor)} "
+                         f"|| fail expose {q(ancestor)}")
+            for src, tgt, make in pairs:
+                lines.append(f"{make} {q(src)} && mount --rbind {q(tgt)} {q(src)} || fail expose {q(src)}")
+            mounted[ancestor] = "only " + ", ".join(sorted(closed[ancestor]))
+
+        # 3. hidden paths (the task package).
+        for hidden in spec.hide:
+            real = os.path.realpath(hidden)
+            if not os.path.exists(real) or any(_under(p, real) for p in needed):
+                continue
+            if os.path.isdir(real):
+                lines.append(f"mount -t tmpfs -o ro,size=4k,mode=0755,nosuid,nodev procgrade-hidden {q(real)} "
+                             f"|| fail hide {q(real)}")
+            else:
+                lines.append(f"mount --bind /dev/null {q(real)} || fail hide {q(real)}")
+            mounted[real] = "hidden"
+        self._details["mounts"] = mounted
+
+        lines.append(f": > {q(str(self.root / 'judge' / 'prelude.ok'))} || fail marker")
+        uid = self.uid
+        lines.append(
+            f"exec {' '.join(q(a) for a in self._prlimit(spec.timeout_sec))} "
+            f"{q(self.tools['setpriv'])} --reuid={uid} --regid={uid} --clear-groups --inh-caps=-all "
+            f"--bounding-set=-all --no-new-privs -- /bin/sh -c 'cd \"$1\" || exit 126; exec /bin/sh -c \"$2\"' "
+            f"{SANDBOX_USER} \"$1\" \"$2\""
+        )
+        prelude = "\n".join(lines)
+        return [self.tools["unshare"], "--net", "--mount", "--pid", "--fork", "--kill-child", "--mount-proc",
+                "--propagation", "private", "--", "/bin/sh", "-c", prelude, SANDBOX_USER, workdir, command]
+
+    # --- teardown --------------------------------------------------------------------------------
+
+    def close(self) -> None:
+        if self.uid is not None and not self._swept:
+            with contextlib.suppress(SandboxError):
+                _kill_uid(self.uid)
+        if self.mounted:
+            if not _sys_umount(str(self.root)):
+                subprocess.run([self.tools["umount"], "-l", str(self.root)], capture_output=True, env=_clean_env())
+            self.mounted = False
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+def _tail(path: Path, size: int) -> str:
+    try:
+        with open(path, "rb") as handle:
+            handle.seek(0, os.SEEK_END)
+            end = handle.tell()
+            handle.seek(max(0, end - size))
+            data = handle.read()
+    except OSError:
+        return ""
+    text = data.decode("utf-8", "replace")
+    return text.replace("\x00", "")
+
+
+class _FifoReader:
+    """Reads everything written to the report FIFO while the run lasts.
+
+    The judge holds a write end itself so the reader never sees end-of-file between
+    two writers (pytest's write, then anyone else's): it sees one stream of every
+    byte, and end-of-file only after :meth:`finish`, when the sandbox is dead.
+    """
+
+    def __init__(self, fifo: Path, limit: int) -> None:
+        self.limit = limit
+        self.chunks: list[bytes] = []
+        self.size = 0
+        self.overflow = False
+        self.read_fd = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+        self.write_fd = os.open(fifo, os.O_WRONLY)
+        flags = fcntl.fcntl(self.read_fd, fcntl.F_GETFL)
+        fcntl.fcntl(self.read_fd, fcntl.F_SETFL, flags & ~os.O_NONBLOCK)
+        self.thread = threading.Thread(target=self._run, name="procgrade-junit-reader", daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        while True:
+            try:
+                block = os.read(self.read_fd, 1 << 16)
+            except OSError:
+                return
+            if not block:
+                return
+            if self.size + len(block) > self.limit:
+                self.overflow = True
+                continue  # keep draining so no writer blocks
+            self.chunks.append(block)
+            self.size += len(block)
+
+    def finish(self) -> tuple[bytes | None, str | None]:
+        os.close(self.write_fd)
+        self.thread.join(timeout=30)
+        alive = self.thread.is_alive()
+        if not alive:
+            os.close(self.read_fd)
+        if alive:
+            return None, "the report channel was still held open after the run"
+        if self.overflow:
+            return None, f"the report is larger than {self.limit} bytes"
+        data = b"".join(self.chunks)
+        return (data or None), None

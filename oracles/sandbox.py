@@ -1,0 +1,212 @@
+"""Where hidden tests run: the :class:`Sandbox` interface the judge talks to.
+
+A back-end (``local`` here, ``docker`` later) gives the judge one fresh
+:class:`SandboxSession` per judgement and keeps the judge ignorant of paths and
+isolation. The judge's order is fixed and each step is one call:
+
+1. :meth:`SandboxSession.load_workspace`: copy the submitted workspace in and hash
+   the judged bytes (nothing of the workspace runs);
+2. the static scans, on :attr:`LoadedWorkspace.path` (a host path the judge reads);
+3. :meth:`SandboxSession.inject_tests`: only now do the hidden tests exist in the
+   sandbox, in a folder outside the workspace that the tested code cannot write;
+4. :meth:`SandboxSession.run_tests`: the test command, isolated, with a wall-clock
+   limit; it returns the JUnit report exactly as the runner wrote it (the judge
+   parses and checks it) and how the process ended.
+
+A back-end that cannot do its job raises :class:`SandboxError`: the judge records
+an infrastructure error, never a verdict about the workspace.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import stat
+from abc import ABC, abstractmethod
+from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from engine.canonical import canonical_json
+from engine.errors import ProcgradeError
+from oracles.task_package import SuiteFile
+
+__all__ = [
+    "Sandbox",
+    "SandboxSession",
+    "SandboxError",
+    "LoadedWorkspace",
+    "RunSpec",
+    "RunOutcome",
+    "copy_workspace",
+    "workspace_sha256",
+    "hash_workspace",
+    "CACHE_DIRS",
+]
+
+#: Bytecode caches are derived data and are not judged: a stale or crafted ``.pyc`` whose
+#: header matches its source would run code the scan never saw. Python rebuilds them.
+CACHE_DIRS = frozenset({"__pycache__"})
+
+
+class SandboxError(ProcgradeError):
+    """The back-end could not prepare or run the sandbox (an infrastructure error)."""
+
+
+@dataclass(frozen=True)
+class LoadedWorkspace:
+    #: The judged copy, as the judge (host side) reads it.
+    path: Path
+    #: See :func:`workspace_sha256`.
+    sha256: str
+    files: int
+    bytes: int
+    #: Entries not copied: bytecode cache folders, and special files (FIFOs, sockets, devices).
+    left_out: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """What to run: the task's command template and where it runs."""
+
+    command_template: str
+    workdir_template: str
+    test_files: Sequence[str]
+    timeout_sec: float
+    #: Host paths the tested code must not see (the task package: controls, tests, sources).
+    hide: Sequence[Path] = ()
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    exit_code: int | None
+    timed_out: bool
+    duration_ms: int
+    #: The JUnit XML bytes the runner wrote (None: nothing was written).
+    report: bytes | None
+    #: Why the report cannot be used even if present (too large, written after the runner ended, ...).
+    report_problem: str | None = None
+    #: The last lines of the command's output (stdout and stderr).
+    output_tail: str = ""
+    #: The command line as run (placeholders filled in).
+    command: str = ""
+    #: Processes of the sandbox still alive after the run that the back-end had to kill.
+    stragglers_killed: int = 0
+
+
+class SandboxSession(ABC):
+    """One judgement's sandbox; closed (and everything in it removed) when the context ends."""
+
+    @abstractmethod
+    def load_workspace(self, source: Path) -> LoadedWorkspace: ...
+
+    @abstractmethod
+    def runner_modules(self) -> frozenset[str]:
+        """Top-level module names of the test runner's own (non-stdlib) code in the judge
+        environment: a workspace may not shadow them."""
+
+    @abstractmethod
+    def inject_tests(self, files: Sequence[SuiteFile]) -> None: ...
+
+    @abstractmethod
+    def run_tests(self, spec: RunSpec) -> RunOutcome: ...
+
+    @property
+    @abstractmethod
+    def details(self) -> dict[str, Any]:
+        """How this sandbox isolates (recorded with the verdict)."""
+
+
+class Sandbox(ABC):
+    """A back-end: makes fresh sessions."""
+
+    backend: str = ""
+
+    @abstractmethod
+    def session(self) -> AbstractContextManager[SandboxSession]: ...
+
+
+# --- shared helpers ---------------------------------------------------------------------------
+
+
+def workspace_sha256(entries: list[list[str]]) -> str:
+    """sha256 of the canonical JSON of the sorted ``[path, digest]`` entries: a regular
+    file's digest is the sha256 of its bytes, a link's is ``symlink:<target>``."""
+    return hashlib.sha256(canonical_json(sorted(entries))).hexdigest()
+
+
+def _walk(source: Path, rel: str = "") -> Iterator[tuple[str, os.DirEntry[str]]]:
+    with os.scandir(source / rel if rel else source) as it:
+        children = sorted(it, key=lambda e: e.name)
+    for entry in children:
+        yield (f"{rel}/{entry.name}" if rel else entry.name), entry
+
+
+def copy_workspace(source: Path, dest: Path, *, chunk: int = 1 << 20) -> LoadedWorkspace:
+    """Copy ``source`` into the existing empty folder ``dest`` without following links,
+    hashing what is copied. Modes are normalised (0755 for folders and executables, else
+    0644: no setuid, no world-writable files); times are not kept."""
+    entries: list[list[str]] = []
+    left_out: list[str] = []
+    files = total = 0
+    stack = [""]
+    while stack:
+        rel_dir = stack.pop()
+        for rel, entry in _walk(source, rel_dir):
+            target = dest / rel
+            if entry.is_symlink():
+                link = os.readlink(entry.path)
+                os.symlink(link, target)
+                entries.append([rel, "symlink:" + link])
+                continue
+            st = entry.stat(follow_symlinks=False)
+            if stat.S_ISDIR(st.st_mode):
+                if entry.name in CACHE_DIRS:
+                    left_out.append(rel + "/")
+                    continue
+                os.mkdir(target, 0o755)
+                stack.append(rel)
+            elif stat.S_ISREG(st.st_mode):
+                digest = hashlib.sha256()
+                fd = os.open(entry.path, os.O_RDONLY | os.O_NOFOLLOW)
+                try:
+                    out = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o755 if st.st_mode & 0o111 else 0o644)
+                    try:
+                        while block := os.read(fd, chunk):
+                            digest.update(block)
+                            os.write(out, block)
+                            total += len(block)
+                    finally:
+                        os.close(out)
+                finally:
+                    os.close(fd)
+                files += 1
+                entries.append([rel, digest.hexdigest()])
+            else:
+                left_out.append(rel)
+    return LoadedWorkspace(dest, workspace_sha256(entries), files, total, sorted(left_out))
+
+
+def hash_workspace(source: Path) -> str:
+    """The :func:`workspace_sha256` of ``source`` without copying it (same rules as the copy)."""
+    entries: list[list[str]] = []
+    stack = [""]
+    while stack:
+        rel_dir = stack.pop()
+        for rel, entry in _walk(source, rel_dir):
+            if entry.is_symlink():
+                entries.append([rel, "symlink:" + os.readlink(entry.path)])
+                continue
+            st = entry.stat(follow_symlinks=False)
+            if stat.S_ISDIR(st.st_mode):
+                if entry.name not in CACHE_DIRS:
+                    stack.append(rel)
+            elif stat.S_ISREG(st.st_mode):
+                digest = hashlib.sha256()
+                with open(entry.path, "rb") as handle:
+                    while block := handle.read(1 << 20):
+                        digest.update(block)
+                entries.append([rel, digest.hexdigest()])
+    return workspace_sha256(entries)

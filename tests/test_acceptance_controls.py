@@ -1,0 +1,205 @@
+"""The four controls of tasks/verrange on the local back-end, task validation, submission markers
+and the ``procgrade task validate`` command."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from engine.cli import app
+from oracles.acceptance import JudgeResult, judge, validate_task
+from oracles.local_sandbox import LocalSandbox, isolation_available
+from oracles.sandbox import hash_workspace
+from oracles.task_package import Task, load_task
+
+TASK = Path(__file__).resolve().parent.parent / "tasks" / "verrange"
+
+
+@pytest.fixture(scope="module")
+def sandbox() -> LocalSandbox:
+    ok, why = isolation_available()
+    if not ok:
+        pytest.skip(f"the local sandbox cannot isolate here: {why}")
+    return LocalSandbox()
+
+
+@pytest.fixture(scope="module")
+def task() -> Task:
+    return load_task(TASK)
+
+
+@pytest.fixture(scope="module")
+def verdicts(task: Task, sandbox: LocalSandbox) -> dict[str, JudgeResult]:
+    return {name: judge(task, control.app, sandbox) for name, control in task.controls.items()}
+
+
+def test_reference_is_accepted_with_all_43_tests(verdicts: dict[str, JudgeResult], task: Task) -> None:
+    result = verdicts["reference"]
+    assert (result.status, result.reward) == ("evaluated", "1")
+    assert result.accepted
+    assert (result.passed, result.failed, result.errored, result.skipped) == (43, 0, 0, 0)
+    assert len(result.tests) == 43 and {c.outcome for c in result.tests} == {"passed"}
+    assert result.tests[0].test_id == "F01_acceptance.py::test_core_and_prerelease_fields"
+    assert {c.file for c in result.tests} == set(task.tests.test_files)
+    assert result.scan is not None and (result.scan.status, result.scan.files_scanned) == ("passed", 3)
+    assert result.suite_sha256 == task.suite_sha256
+    assert result.workspace_sha256 == hash_workspace(task.controls["reference"].app)
+    assert result.details["canary"] == "failed" and result.details["exit_code"] == 1
+    assert result.explanation == "all 43 hidden tests passed"
+    assert "43 passed" in result.output_tail
+
+
+def test_partial_fails_exactly_its_must_fail_tests(verdicts: dict[str, JudgeResult], task: Task) -> None:
+    result = verdicts["partial"]
+    assert (result.status, result.reward) == ("evaluated", "0")
+    assert (result.passed, result.failed, result.errored, result.skipped) == (41, 2, 0, 0)
+    failing = sorted(c.test_id for c in result.tests if c.outcome != "passed")
+    assert failing == sorted(task.controls["partial"].expect.must_fail_tests)
+    assert all("<0.3.0" in c.message or "0.3.0" in c.message for c in result.tests if c.outcome == "failed")
+    assert result.explanation.startswith("2 of 43 hidden tests failed: ")
+
+
+def test_empty_workspace_is_not_a_pass(verdicts: dict[str, JudgeResult]) -> None:
+    result = verdicts["empty"]
+    assert (result.status, result.reward) == ("evaluated", "0")
+    assert result.tests == [] and result.passed == 0
+    assert [c.test_id for c in result.collection_errors] == [f"F0{i}_acceptance.py" for i in range(1, 6)]
+    assert result.errored == 5
+    assert all("No module named 'verrange'" in c.message for c in result.collection_errors)
+    assert "no hidden test ran" in result.explanation
+
+
+def test_hollow_banned_is_rejected_before_any_test_runs(verdicts: dict[str, JudgeResult]) -> None:
+    result = verdicts["hollow-banned"]
+    assert (result.status, result.reward) == ("rejected", "0")
+    assert result.scan is not None and result.scan.status == "rejected"
+    assert result.scan.findings == [
+        "verrange/__init__.py:9: semver",
+        "verrange/shim.py:3: packaging.version",
+        "verrange/shim.py:3: packaging.version.InvalidVersion",
+    ]
+    assert result.tests == [] and result.collection_errors == [] and result.passed is None
+    assert "exit_code" not in result.details and result.output_tail == ""
+    assert result.explanation.startswith("rejected before any test ran: 3 banned import(s)")
+
+
+def test_validate_task_checks_every_control(sandbox: LocalSandbox) -> None:
+    task, checks = validate_task(TASK, sandbox=sandbox)
+    assert [(c.name, c.ok) for c in checks] == [
+        ("empty", True), ("hollow-banned", True), ("partial", True), ("reference", True)]
+
+
+def test_cli_task_validate_prints_a_table_and_exits_0() -> None:
+    result = CliRunner().invoke(app, ["task", "validate", str(TASK)])
+    assert result.exit_code == 0, result.output
+    for cell in ("reference", "partial", "empty", "hollow-banned", "rejected", "evaluated", "43", "41"):
+        assert cell in result.output
+    assert "all 4 controls get their expected verdict" in result.output
+
+
+def test_cli_task_validate_fails_on_a_wrong_expectation(tmp_path: Path, sandbox: LocalSandbox) -> None:
+    copy = tmp_path / "verrange"
+    shutil.copytree(TASK, copy, ignore=shutil.ignore_patterns("empty", "hollow-banned"))
+    expect = copy / "controls/partial/expect.json"
+    data = json.loads(expect.read_text())
+    data["must_fail_tests"] = data["must_fail_tests"][:1]
+    expect.write_text(json.dumps(data))
+    result = CliRunner().invoke(app, ["task", "validate", str(copy)])
+    assert result.exit_code == 1
+    assert "must_fail_tests mismatch; also failing: F04_acceptance.py::test_caret_matching_with_zero_major" in result.output
+    assert "1 of 2 controls did not get their expected verdict: partial" in result.output
+
+
+def test_submission_marker_when_the_task_requires_one(tmp_path: Path, sandbox: LocalSandbox) -> None:
+    copy = tmp_path / "verrange"
+    shutil.copytree(TASK, copy, ignore=shutil.ignore_patterns("controls"))
+    manifest = copy / "source/manifest.json"
+    data = json.loads(manifest.read_text())
+    data["submit_marker"] = {"path": ".procgrade/submit", "content": "CODINGBENCH_SUBMIT"}
+    manifest.write_text(json.dumps(data))
+    task = load_task(copy)
+    workspace = tmp_path / "ws"
+    shutil.copytree(TASK / "controls/reference/app", workspace)
+
+    missing = judge(task, workspace, sandbox)
+    assert (missing.status, missing.reward, missing.scan) == ("not_submitted", "0", None)
+    assert "does not exist" in missing.explanation and missing.workspace_sha256 == hash_workspace(workspace)
+
+    (workspace / ".procgrade").mkdir()
+    (workspace / ".procgrade/submit").write_text("done\n")
+    assert judge(task, workspace, sandbox).status == "not_submitted"
+
+    (workspace / ".procgrade/submit").write_text("CODINGBENCH_SUBMIT\n")
+    assert (judge(task, workspace, sandbox).status, judge(task, workspace, sandbox).reward) == ("evaluated", "1")
+
+    outside = tmp_path / "submit"
+    outside.write_text("CODINGBENCH_SUBMIT")
+    (workspace / ".procgrade/submit").unlink()
+    assert judge(task, workspace, sandbox, submit_file=outside).reward == "1"
+
+
+# --- judge faults are infrastructure errors; a submission that breaks the runner is not ---------
+
+
+def _task_copy(tmp_path: Path, change_manifest=None, test_text: str | None = None) -> Task:
+    copy = tmp_path / "verrange"
+    shutil.copytree(TASK, copy, ignore=shutil.ignore_patterns("controls"))
+    for rel in ("milestones/final/test_manifest.json", "source/manifest.json"):
+        path = copy / rel
+        data = json.loads(path.read_text())
+        if change_manifest:
+            change_manifest(data, rel)
+        path.write_text(json.dumps(data))
+    if test_text is not None:
+        for test in (copy / "milestones/final/tests").glob("F0*_acceptance.py"):
+            test.write_text(test_text)
+    return load_task(copy)
+
+
+def test_a_broken_judge_interpreter_is_an_infrastructure_error(task: Task) -> None:
+    result = judge(task, TASK / "controls/reference/app", LocalSandbox("/nonexistent/python3"))
+    assert (result.status, result.reward) == ("infra_error", None)
+    assert result.explanation.startswith("judge error: cannot run the judge interpreter /nonexistent/python3")
+
+
+def test_a_broken_test_command_is_an_infrastructure_error(tmp_path: Path, sandbox: LocalSandbox) -> None:
+    def bad_option(data: dict, rel: str) -> None:
+        data["test_command"] = data["test_command"].replace("-rfE", "--no-such-option")
+
+    task = _task_copy(tmp_path, bad_option)
+    result = judge(task, TASK / "controls/reference/app", sandbox)
+    assert (result.status, result.reward) == ("infra_error", None)
+    assert "judge error: the runner wrote no report (exit 4)" in result.explanation
+    assert "on an empty workspace either" in result.explanation
+
+
+def test_a_suite_with_no_tests_is_a_judge_error_not_a_pass(tmp_path: Path, sandbox: LocalSandbox) -> None:
+    def no_count(data: dict, rel: str) -> None:
+        data.pop("expected_test_count", None)
+
+    task = _task_copy(tmp_path, no_count, test_text="import verrange\n")
+    result = judge(task, TASK / "controls/reference/app", sandbox)
+    assert (result.status, result.reward) == ("infra_error", None)
+    assert result.explanation.startswith("judge error: no test ran")
+
+
+def test_a_submission_that_kills_the_runner_gets_0_not_an_infra_error(tmp_path: Path, task: Task,
+                                                                       sandbox: LocalSandbox) -> None:
+    ws = tmp_path / "ws"
+    shutil.copytree(TASK / "controls/reference/app", ws)
+    init = ws / "verrange/__init__.py"
+    init.write_text("import os\nos._exit(4)\n" + init.read_text())
+    result = judge(task, ws, sandbox)
+    assert (result.status, result.reward) == ("evaluated", "0")
+    assert result.explanation == ("the runner wrote no report (exit 4); on an empty workspace the same command "
+                                  "reports normally, so the submission broke the run")
+
+
+def test_unisolated_mode_still_judges_correctly(task: Task) -> None:
+    result = judge(task, TASK / "controls/partial/app", LocalSandbox(isolate=False))
+    assert (result.status, result.reward, result.passed, result.failed) == ("evaluated", "0", 41, 2)
+    assert result.details["sandbox"]["isolated"] is False
