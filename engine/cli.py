@@ -324,6 +324,38 @@ def validate_rules(
         raise typer.Exit(1)
 
 
+@app.command()
+def report(
+    html: Annotated[Path, typer.Option("--html", help="The page to write: one self-contained HTML file.",
+                                       show_default=False)],
+    by: Annotated[str, typer.Option("--by", help="Group runs by this provenance field (model, harness, task_id, "
+                                    "settings.<key>, labels.<key>, ...).")] = "model",
+    rules: RulesOption = None,
+    reference: Annotated[str, typer.Option("--reference", help="The grader calibration compares against.")] = "human",
+    candidates: Annotated[Optional[list[str]], typer.Option("--candidate", help="A grader to calibrate "
+                                                            "(repeatable; default: judge and rules).")] = None,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the bootstrap intervals.")] = 0,
+    allow_mixed: Annotated[bool, typer.Option("--allow-mixed", help="Pool runs whose settings differ within a "
+                                              "group (the comparison lists which differ).")] = False,
+    resamples: Annotated[Optional[int], typer.Option("--resamples", min=1, help="Bootstrap resamples of the "
+                                                     "comparison and calibration intervals (default: theirs).")] = None,
+    timelines: Annotated[bool, typer.Option("--timelines/--no-timelines", help="Include every run's timeline "
+                                            "with its findings.")] = True,
+    db: DbOption = DEFAULT_DB,
+) -> None:
+    """Write a static HTML report: comparison, calibration, charts and every run's timeline with its findings."""
+    from engine.reporting import write_report
+    from rules.loading import load_ruleset
+
+    ruleset = load_ruleset(rules)
+    with _store(db) as store:
+        done = write_report(store, html, ruleset=ruleset, by=by, reference=reference,
+                            candidates=tuple(candidates or ("judge", "rules")), seed=seed, allow_mixed=allow_mixed,
+                            resamples=resamples, run_pages=timelines)
+    out.print(Text(str(html)))
+    out.print(Text(done.summary))
+
+
 @schema_app.command("rules")
 def schema_rules() -> None:
     """The JSON Schema of a rule set file."""
@@ -340,12 +372,52 @@ def schema_events() -> None:
     sys.stdout.buffer.write(orjson.dumps(events_json_schema(), option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS) + b"\n")
 
 
+# --- human and judge grades (engine/grades/) ---------------------------------------------------
+
+grades_app = typer.Typer(help="Human and judge grades: arena grade sheets and DevAI judgments.", no_args_is_help=True)
+app.add_typer(grades_app, name="grades")
+
+
+@grades_app.command("import")
+def grades_import(
+    paths: Annotated[list[Path], typer.Argument(help="Grade sheets (CSV, JSON) and DevAI judgment files or folders.",
+                                                show_default=False)],
+    format: Annotated[str, typer.Option("--format", "-f", help="auto (detect per file), arena or devai.")] = "auto",
+    create: Annotated[bool, typer.Option("--create/--no-create", help="Create a grades-only run for a run id the "
+                                         "store does not hold (--no-create: that is an error).")] = True,
+    db: DbOption = DEFAULT_DB,
+) -> None:
+    """Append grades to the runs they grade: all or nothing; re-importing a sheet is a no-op."""
+    from engine.grades import GRADE_FORMATS, import_grades
+
+    if format not in GRADE_FORMATS:
+        _fail(f"procgrade: unknown grades format {format!r} (known: {', '.join(GRADE_FORMATS)})", 2)
+    with _store(db, create=True) as store:
+        done = import_grades(store, paths, format=format, create_runs=create)
+    for run in done.runs:
+        out.print(Text(run.summary))
+    created = f", {len(done.created)} run(s) created" if done.created else ""
+    out.print(Text(f"{done.appended} grade(s) appended to {sum(1 for r in done.runs if r.appended)} run(s){created}; "
+                   f"{done.held} already held; {len(done.files)} file(s) read"))
+    if done.skipped:
+        shown = ", ".join(done.skipped[:5]) + (f" and {len(done.skipped) - 5} more" if len(done.skipped) > 5 else "")
+        err.print(f"{len(done.skipped)} file(s) skipped, not grades: {shown}", markup=False)
+
+
+@schema_app.command("grades")
+def schema_grades() -> None:
+    """The JSON Schema of an arena grade sheet (JSON spelling)."""
+    from engine.grades import grade_sheet_json_schema
+
+    sys.stdout.buffer.write(orjson.dumps(grade_sheet_json_schema(), option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS) + b"\n")
+
+
 # --- hidden-test acceptance (oracles/) --------------------------------------------------------
 
 task_app = typer.Typer(help="Task packages for the hidden-test acceptance oracle.", no_args_is_help=True)
 app.add_typer(task_app, name="task")
 
-BackendOption = Annotated[str, typer.Option("--backend", help="Sandbox back-end (local).")]
+BackendOption = Annotated[str, typer.Option("--backend", help="Sandbox back-end: local, or docker.")]
 
 
 @app.command()
@@ -405,6 +477,231 @@ def task_validate(
     if bad:
         _fail(f"procgrade: {len(bad)} of {len(checks)} controls did not get their expected verdict: {', '.join(bad)}")
     out.print(f"all {len(checks)} controls get their expected verdict")
+
+
+# --- process vs outcome (engine/analysis/comparison.py) ---------------------------------------
+
+CompareByOption = Annotated[str, typer.Option("--by", help="Group runs by this provenance field: model, harness, "
+                                            "harness_version, task_id, format, run_id, settings.<key>, labels.<key>.")]
+CompareAllowMixedOption = Annotated[bool, typer.Option("--allow-mixed", help="Pool runs whose settings differ within a "
+                                                "group (the output says which settings differ).")]
+
+
+@app.command("compare")
+def compare_command(
+    by: CompareByOption = "model",
+    rules: RulesOption = None,
+    allow_mixed: CompareAllowMixedOption = False,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the bootstrap intervals.")] = 0,
+    resamples: Annotated[int, typer.Option("--resamples", min=1, help="Bootstrap resamples.")] = 9999,
+    json_file: Annotated[Optional[Path], typer.Option("--json", help="Also write the comparison to FILE as "
+                                                      "canonical JSON.")] = None,
+    db: DbOption = DEFAULT_DB,
+) -> None:
+    """Process score against outcome per group: both rankings, Spearman and Kendall tau-b, and the rank flips."""
+    from engine.analysis.comparison import check_field, compare
+    from engine.analysis.dataset import load_runs
+    from engine.analysis.outcome_metrics import MixedSettingsError
+    from engine.canonical import canonical_json
+    from rules.loading import load_ruleset
+
+    try:
+        check_field(by)
+    except ValueError as exc:
+        _fail(f"procgrade: {exc}", 2)
+    ruleset = load_ruleset(rules)
+    with _store(db) as store:
+        runs = load_runs(store, ruleset)
+    if not runs:
+        _fail("procgrade: no runs in the store")
+    try:
+        result = compare(runs, by, allow_mixed=allow_mixed, seed=seed, n_resamples=resamples, ruleset=ruleset)
+    except MixedSettingsError as exc:
+        _fail(f"procgrade: {exc}")
+    _cmp_print_comparison(result)
+    if json_file is not None:
+        json_file.write_bytes(canonical_json(result.to_dict()) + b"\n")
+        out.print(Text(f"wrote {json_file}"))
+
+
+@app.command("outcomes")
+def outcomes_command(
+    by: CompareByOption = "model",
+    allow_mixed: CompareAllowMixedOption = False,
+    k: Annotated[int, typer.Option("--k", min=1, help="The k of pass^k (k builds of a product all pass).")] = 2,
+    json_file: Annotated[Optional[Path], typer.Option("--json", help="Also write the metrics to FILE as "
+                                                      "canonical JSON.")] = None,
+    db: DbOption = DEFAULT_DB,
+) -> None:
+    """Outcome metrics per group: pass@1, plan pass rate (95% intervals, ViBench 2.0), pass^k, cost and time."""
+    from engine.analysis.comparison import OUTCOME_FORMAT, check_field, group_outcomes
+    from engine.analysis.dataset import load_runs
+    from engine.analysis.outcome_metrics import MixedSettingsError
+    from engine.canonical import canonical_json
+
+    try:
+        check_field(by)
+    except ValueError as exc:
+        _fail(f"procgrade: {exc}", 2)
+    with _store(db) as store:
+        runs = load_runs(store, None)
+    if not runs:
+        _fail("procgrade: no runs in the store")
+    try:
+        groups = group_outcomes(runs, by, allow_mixed=allow_mixed)
+    except MixedSettingsError as exc:
+        _fail(f"procgrade: {exc}")
+    _cmp_print_outcomes(groups, by, k)
+    if json_file is not None:
+        data = {"format": OUTCOME_FORMAT, "by": by, "allow_mixed": allow_mixed, "k": k,
+                "groups": [g.to_dict(k) for g in groups]}
+        json_file.write_bytes(canonical_json(data) + b"\n")
+        out.print(Text(f"wrote {json_file}"))
+
+
+def _cmp_rank(rank: float | None) -> str:
+    if rank is None:
+        return "-"
+    return str(int(rank)) if float(rank).is_integer() else f"{rank:g}"
+
+
+def _cmp_score(value, interval) -> str:  # type: ignore[no-untyped-def]
+    from engine.analysis.outcome_metrics import format_percent
+
+    if value is None:
+        return "-"
+    return interval.format() if interval is not None else f"{format_percent(value)} (no interval)"
+
+
+def _cmp_exact(value) -> str:  # type: ignore[no-untyped-def]
+    return "-" if value is None else f"{value.numerator}/{value.denominator}"
+
+
+def _cmp_print_comparison(result) -> None:  # type: ignore[no-untyped-def]
+    from engine.analysis.outcome_metrics import format_percent
+    from engine.scoring import display
+
+    table = Table(title=f"process vs outcome by {result.by}: rule set {result.ruleset_name} "
+                        f"v{result.ruleset_version}, outcome rank by {result.outcome_metric} (percent, 95% interval)")
+    for header in ("group", "runs", "process score", "exact", "process rank", "pass@1", "plan pass",
+                   "outcome rank"):
+        table.add_column(header)
+    for row in result.groups:
+        summary = row.outcome.summary
+        table.add_row(Text(row.group), str(len(row.runs)), display(row.process_score), _cmp_exact(row.process_score),
+                      _cmp_rank(row.process_rank),
+                      _cmp_score(row.outcome_score, summary and summary.pass_at_1_interval),
+                      _cmp_score(summary and summary.plan_pass_rate, summary and summary.plan_pass_interval),
+                      _cmp_rank(row.outcome_rank))
+    out.print(table)
+    agreement = result.agreement
+    out.print(Text(f"rank agreement, process score vs {result.outcome_metric}: {result.agreement_note}"))
+    if agreement is not None:
+        def corr(name: str, c) -> str:  # type: ignore[no-untyped-def]
+            value = "undefined" if c.statistic is None else f"{c.statistic:.3f}"
+            bounds = "undefined" if c.low is None or c.high is None else f"{c.low:.3f} to {c.high:.3f}"
+            return f"{name} {value} ({int(result.confidence * 100)}% bootstrap interval {bounds})"
+
+        out.print(Text(f"  {corr('Spearman rho', agreement.spearman)}; {corr('Kendall tau-b', agreement.kendall_tau_b)}; "
+                       f"{agreement.n} groups, {agreement.n_resamples} resamples, seed {result.seed}"))
+        for note in agreement.notes:
+            out.print(Text(f"  note: {note}"))
+    if result.flips:
+        out.print(Text(f"rank flips ({len(result.flips)}):"))
+        for flip in result.flips:
+            a, b = flip.process_ahead, flip.outcome_ahead
+            rules_text = "; ".join(
+                f"{gap.rule_id} {'not applicable' if gap.ahead is None else _cmp_exact(gap.ahead)} vs "
+                f"{_cmp_exact(gap.behind)}" for gap in flip.rules) or "none"
+            out.print(Text(f"  {a} ahead by process ({_cmp_exact(flip.process[0])} vs {_cmp_exact(flip.process[1])}), "
+                           f"{b} ahead by {result.outcome_metric} ({format_percent(flip.outcome[1])}% vs "
+                           f"{format_percent(flip.outcome[0])}%); rules in {a}'s favour ({a} vs {b}): {rules_text}"))
+    else:
+        out.print(Text("rank flips: none"))
+    for group, why in result.excluded:
+        out.print(Text(f"not ranked: {group}: {why}"))
+    for row in result.groups:
+        if row.without_process:
+            out.print(Text(f"{row.group}: no applicable process score: {', '.join(row.without_process)}"))
+    _cmp_print_lists([row.outcome for row in result.groups], result.by)
+
+
+def _cmp_print_outcomes(groups, by: str, k: int) -> None:  # type: ignore[no-untyped-def]
+    from engine.scoring import display
+
+    table = Table(title=f"outcomes by {by} (percent, 95% interval as ViBench 2.0 Appendix C)")
+    for header in ("group", "runs", "judged", "products", "pass@1", "plan pass", f"pass^{k}", "mean cost",
+                   "mean time (s)"):
+        table.add_column(header)
+    for group in groups:
+        summary = group.summary
+        judged = len(group.builds)
+        products = "-" if summary is None else str(len(summary.products))
+        pass_k = group.pass_hat_k(k)
+        table.add_row(Text(group.group), str(len(group.runs)), str(judged), products,
+                      _cmp_score(group.pass_at_1, summary and summary.pass_at_1_interval),
+                      _cmp_score(summary and summary.plan_pass_rate, summary and summary.plan_pass_interval),
+                      "-" if pass_k is None else display(pass_k),
+                      "-" if summary is None or summary.cost_mean is None else display(summary.cost_mean),
+                      "-" if summary is None or summary.duration_mean_s is None else display(summary.duration_mean_s))
+    out.print(table)
+    _cmp_print_lists(groups, by)
+
+
+def _cmp_print_lists(groups, by: str) -> None:  # type: ignore[no-untyped-def]
+    for group in groups:
+        summary = group.summary
+        name = group.group
+        if summary is not None:
+            if summary.interval_note:
+                out.print(Text(f"{name}: no interval: {summary.interval_note}"))
+            for item in summary.no_grade:
+                out.print(Text(f"{name}: no grade, left out of both scores: {item.build_id} plan {item.plan_id} "
+                               f"(product {item.product})"))
+            for product, build_id in summary.ungraded_builds:
+                out.print(Text(f"{name}: ungraded build, left out: {build_id} (product {product})"))
+        if group.unjudged:
+            out.print(Text(f"{name}: unjudged (no verdict), not scored: {', '.join(group.unjudged)}"))
+        if group.without_task:
+            out.print(Text(f"{name}: no task id, each its own product: {', '.join(group.without_task)}"))
+        for outcome in group.outcomes:
+            for note in outcome.notes:
+                out.print(Text(f"{name}: {outcome.run_id}: {note}"))
+        for key, by_value in group.mixed_settings.items():
+            shown = "; ".join(f"{value} in {', '.join(ids)}" for value, ids in by_value.items())
+            out.print(Text(f"{name}: settings differ, pooled by --allow-mixed: {key}: {shown}"))
+
+
+# --- calibration of automated grades (engine/analysis/calibration.py) -------------------------
+
+
+@app.command("calibrate")
+def calibrate_command(
+    candidate: Annotated[list[str], typer.Option("--candidate", help="Grader to calibrate: judge, rules, an actor "
+                                                 "or a sheet; repeat for two or more (McNemar between them).",
+                                                 show_default=False)],
+    reference: Annotated[str, typer.Option("--reference", help="The reference grader: human, judge, an actor "
+                                           "(human:alice) or a sheet.")] = "human",
+    layer: Annotated[Optional[str], typer.Option("--layer", help="One grade layer (default: every layer the "
+                                                 "reference graded).")] = None,
+    by: Annotated[Optional[str], typer.Option("--by", help="A row per group of this field (harness, model, "
+                                              "labels.<key>); ranks and ratings group by it (default model).")] = None,
+    rules: RulesOption = None,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the bootstrap resamples.")] = 0,
+    bootstrap: Annotated[int, typer.Option("--bootstrap", min=1, help="Bootstrap resamples for rank-correlation "
+                                           "and Bradley-Terry intervals.")] = 1000,
+    json_file: Annotated[Optional[Path], typer.Option("--json", help="Also write the result as canonical JSON.")] = None,
+    db: DbOption = DEFAULT_DB,
+) -> None:
+    """Calibrate automated grades (judge, rules) against human grades: agreement, kappa, error rates, ranks."""
+    from engine.analysis.calibration import calibrate_store, render
+
+    with _store(db) as store:
+        result = calibrate_store(store, reference, candidate, layer=layer, by=by, rules=rules, seed=seed,
+                                 bootstrap=bootstrap)
+    render(result, out)
+    if json_file is not None:
+        json_file.write_bytes(result.to_json())
 
 
 def main() -> None:

@@ -9,12 +9,11 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from engine.scoring import display, score_document
+from engine.rescoring import run_findings
+from engine.scoring import display
 from engine.store import EventStore
-from engine.store.scores import ScoreStore
 from engine.timeline import describe
 from rules.loading import load_ruleset
-from rules.monitor import RunMonitor
 
 __all__ = ["explain_run"]
 
@@ -26,14 +25,8 @@ def explain_run(store: EventStore, run_id: str, rules_path: Path | None = None, 
     """Renderables: a summary table, then per rule its violations (with ``show_all``, every
     activation) with each cited event described."""
     ruleset = load_ruleset(rules_path)
+    findings, document = run_findings(store, ruleset, run_id)
     events = {event.seq: event for event in store.events(run_id)}
-    info = store.run(run_id)
-    monitor = RunMonitor(ruleset)
-    for rows in ScoreStore(store).fact_batches(run_id):
-        monitor.feed(rows)
-    findings = monitor.finish()
-    document = score_document(ruleset, findings, run_id=run_id, head_hash=info.head_hash or "",
-                              event_count=info.event_count)
     summary = Table("rule", "pattern", "fulfilled", "violated", "vacuous", "score",
                     title=f"run {run_id} under rule set {ruleset.name}: process score "
                           f"{display(document.process_score)}")

@@ -20,15 +20,15 @@ import orjson
 from engine.canonical import canonical_json
 from engine.errors import ProcgradeError
 from engine.facts import EXTRACTOR_VERSION
-from engine.scoring import ScoreDocument, score_run
+from engine.scoring import ScoreDocument, score_document, score_run
 from engine.store import EventStore, open_store
 from engine.store.scores import ScoreStore, StoredScore
 from engine.version import __version__ as ENGINE_VERSION
 from rules.identity import ruleset_document, ruleset_hash
 from rules.model import RuleSet
-from rules.monitor import SEMANTICS_VERSION
+from rules.monitor import SEMANTICS_VERSION, Finding, RunMonitor
 
-__all__ = ["ScoreOutcome", "Drift", "score_runs", "verify_scores", "ruleset_from_body", "compute_score"]
+__all__ = ["ScoreOutcome", "Drift", "score_runs", "verify_scores", "ruleset_from_body", "compute_score", "run_findings"]
 
 
 @dataclass(frozen=True)
@@ -53,6 +53,20 @@ def compute_score(store: EventStore, ruleset: RuleSet, run_id: str, *, digest: s
     head = info.head_hash if upto is None or upto == info.event_count else store.hash_at(run_id, upto - 1)
     return score_run(ruleset, batches, run_id=run_id, head_hash=head or "", event_count=count,
                      ruleset_digest=digest)
+
+
+def run_findings(store: EventStore, ruleset: RuleSet, run_id: str) -> tuple[dict[str, list[Finding]], ScoreDocument]:
+    """Every finding of every rule on the run's whole log (each activation with its verdict and the
+    seqs that decided it), and the score document made from them: what ``explain`` and the
+    report show. Not stored."""
+    info = store.run(run_id)
+    monitor = RunMonitor(ruleset)
+    for rows in ScoreStore(store).fact_batches(run_id):
+        monitor.feed(rows)
+    findings = monitor.finish()
+    document = score_document(ruleset, findings, run_id=run_id, head_hash=info.head_hash or "",
+                              event_count=info.event_count)
+    return findings, document
 
 
 def score_runs(

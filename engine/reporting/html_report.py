@@ -1,0 +1,238 @@
+"""``procgrade report --html FILE``: one self-contained static page.
+
+The page holds the runs table, the process-versus-outcome comparison (tables and charts), the
+calibration of automated grades against the reference grader (tables and a chart), and one
+section per run with its timeline and the rule violations marked on the events they cite. It
+loads nothing: styles are inline, charts are inline SVG, there is no script, and a
+Content-Security-Policy forbids every fetch, so it opens the same from a file, a mail
+attachment or an artifact store. The bytes depend only on the data (and on ``generated``, when
+a caller passes a time to print): the same store and rule set give the same page.
+
+The comparison and the calibration come from :mod:`engine.analysis.comparison` and
+:mod:`engine.analysis.calibration`; when either is not installed, or the data cannot support
+it (no verdicts, no shared grades), its section says so and the rest of the page is unchanged.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from engine.analysis.dataset import GROUPING_FIELDS, RunView, group_key, load_runs
+from engine.errors import ProcgradeError
+from engine.reporting.calibration_section import calibration_section
+from engine.reporting.comparison_section import comparison_section
+from engine.reporting.markup import NOT_AVAILABLE, esc, fmt_num
+from engine.reporting.run_pages import run_anchor, run_page, run_sections
+from engine.store import EventStore
+from engine.version import __version__ as ENGINE_VERSION
+from rules.identity import ruleset_hash
+from rules.loading import load_ruleset
+from rules.model import RuleSet
+
+__all__ = ["Report", "ReportError", "build_report", "render_report", "write_report"]
+
+_CSP = ("default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'none'")
+
+_CSS = """
+body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:0 auto;max-width:1200px;padding:0 20px 60px;color:#222;line-height:1.4}
+h1{margin:24px 0 4px}
+h2{margin-top:40px;border-bottom:2px solid #ddd;padding-bottom:4px}
+h3{margin-top:32px}
+code{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:92%;word-break:break-all}
+table{border-collapse:collapse;margin:8px 0 16px;font-size:14px}
+th,td{border-bottom:1px solid #e3e3e3;padding:3px 8px;text-align:left;vertical-align:top}
+th{background:#f6f6f6;font-weight:600}
+td.num,th.num{text-align:right;font-variant-numeric:tabular-nums}
+nav a{margin-right:14px}
+.meta{color:#555;font-size:14px}
+.meta dt{float:left;clear:left;width:200px;color:#777}
+dl.facts{display:grid;grid-template-columns:max-content 1fr;gap:2px 14px;font-size:14px}
+dl.facts dt{color:#777}
+dl.facts dd{margin:0;word-break:break-all}
+.not-available{white-space:pre-wrap;color:#8a6d3b;background:#fcf8e3;padding:6px 10px;border-left:4px solid #e6c66b}
+.note{color:#555;font-size:13px}
+figure.chart-figure{display:inline-block;margin:8px 24px 16px 0;vertical-align:top}
+figure.chart-figure figcaption{font-size:13px;color:#555;max-width:560px}
+svg.chart text{font-family:inherit}
+svg.chart .axis-label{fill:#444;font-weight:600}
+table.timeline td.what{word-break:break-word}
+tr.cited{background:#fdecea}
+tr.cited td:first-child{border-left:4px solid #c0392b}
+tr:target{outline:2px solid #0072B2}
+.finding-tag{display:inline-block;background:#c0392b;color:#fff;border-radius:3px;padding:0 5px;margin-left:8px;font-size:11px;font-family:ui-monospace,monospace}
+ol.findings li{margin:2px 0}
+.no-violations{color:#2e7d32}
+tr.has-violation td{color:#c0392b}
+tr.flip td{background:#fff8e1}
+"""
+
+
+class ReportError(ProcgradeError, ValueError):
+    """The report cannot be made as asked (e.g. an unknown grouping field)."""
+
+
+@dataclass(frozen=True)
+class Report:
+    """The page and a one-line summary of what it shows."""
+
+    html: str
+    summary: str
+
+
+def _analysis(module: str, function: str) -> Callable[..., Any] | str:
+    """The analysis function, or why it is not available (its module is not installed)."""
+    try:
+        return getattr(importlib.import_module(module), function)
+    except ModuleNotFoundError as exc:
+        if exc.name == module:
+            return f"{module} is not installed"
+        return f"{module} needs {exc.name}: install the analysis extra (pip install 'procgrade[analysis]')"
+    except ImportError as exc:
+        return f"{module} cannot be imported: {exc}"
+    except AttributeError:
+        return f"{module} has no {function}()"
+
+
+def _has_grades(views: Sequence[RunView], grader: str) -> bool:
+    """Whether ``grader`` has labels to calibrate: ``rules`` always (they come from the process
+    score); ``human``/``judge`` any grade by that class of actors; another name, a grade by
+    that actor or from that sheet (the selection :mod:`engine.analysis.calibration` makes)."""
+    if grader == "rules":
+        return True
+    for view in views:
+        for grade in view.grades:
+            if grader in ("human", "judge"):
+                if grade.actor == grader or grade.actor.startswith(grader + ":"):
+                    return True
+            elif grader in (grade.actor, grade.sheet):
+                return True
+    return False
+
+
+def _runs_table(views: Sequence[RunView], by: str) -> str:
+    rows = []
+    for view in views:
+        process = view.process
+        violations = "-" if process is None else str(sum(process.violations.values()))
+        rows.append(f'<tr data-run-id="{esc(view.run_id)}"><td><a href="#{run_anchor(view.run_id)}"><code>'
+                    f"{esc(view.run_id)}</code></a></td><td>{esc(group_key(view, by))}</td>"
+                    f"<td>{esc(view.task_id or '-')}</td>"
+                    f'<td class="num process-score">{esc(fmt_num(process and process.total, 4))}</td>'
+                    f'<td class="outcome">{esc(view.outcome or "-")}</td>'
+                    f'<td class="num">{violations}</td><td class="num">{view.event_count}</td></tr>')
+    return (f'<table class="runs"><thead><tr><th>run</th><th>{esc(by)}</th><th>task</th>'
+            '<th class="num">process score</th><th>outcome</th><th class="num">violations</th>'
+            '<th class="num">events</th></tr></thead><tbody>' + "".join(rows) + "</tbody></table>")
+
+
+def _comparison(views: list[RunView], by: str, ruleset: RuleSet, *, allow_mixed: bool, seed: int,
+                resamples: int | None) -> tuple[dict[str, Any] | None, str | None]:
+    """:func:`engine.analysis.comparison.compare`'s plain data, or why there is none."""
+    compare = _analysis("engine.analysis.comparison", "compare")
+    if isinstance(compare, str):
+        return None, compare
+    extra = {} if resamples is None else {"n_resamples": resamples}
+    try:
+        return compare(views, by, allow_mixed=allow_mixed, seed=seed, ruleset=ruleset, **extra).to_dict(), None
+    except (ProcgradeError, ValueError) as exc:  # mixed settings, too little data
+        return None, str(exc)
+
+
+def _calibration(views: list[RunView], by: str, reference: str, candidates: Sequence[str], *, seed: int,
+                 resamples: int | None) -> tuple[dict[str, Any] | None, str | None]:
+    """:func:`engine.analysis.calibration.calibrate`'s plain data over the candidates that graded
+    something, or why there is none."""
+    calibrate = _analysis("engine.analysis.calibration", "calibrate")
+    if isinstance(calibrate, str):
+        return None, calibrate
+    if reference == "rules" or not _has_grades(views, reference):
+        return None, f"no grade by {reference} (the reference) is stored"
+    graders = [name for name in candidates if _has_grades(views, name)]
+    if not graders:
+        return None, f"no grade by any candidate ({', '.join(candidates)}) is stored"
+    extra = {} if resamples is None else {"bootstrap": resamples}
+    try:
+        result = calibrate(views, reference, graders, by=by, seed=seed, **extra).to_dict()
+    except (ProcgradeError, ValueError) as exc:
+        return None, str(exc)
+    left_out = [name for name in candidates if name not in graders]
+    return result, (f"left out, no grade stored: {', '.join(left_out)}" if left_out else None)
+
+
+def _page(title: str, body: str) -> str:
+    return ("<!DOCTYPE html>\n"
+            '<html lang="en"><head><meta charset="utf-8">'
+            f'<meta http-equiv="Content-Security-Policy" content="{_CSP}">'
+            '<meta name="viewport" content="width=device-width, initial-scale=1">'
+            f"<title>{esc(title)}</title><style>{_CSS.strip()}</style></head>"
+            f"<body>{body}</body></html>\n")
+
+
+def render_report(store: EventStore, *, ruleset: RuleSet | None = None, by: str = "model",
+                  reference: str = "human", candidates: Sequence[str] = ("judge", "rules"), seed: int = 0,
+                  allow_mixed: bool = False, resamples: int | None = None, title: str = "procgrade report",
+                  generated: str | None = None, run_pages: bool = True) -> Report:
+    """The report page for every run in ``store`` under ``ruleset`` (default: the built-in set).
+
+    ``by`` is the provenance field runs are grouped by; ``reference`` and ``candidates`` name the
+    graders the calibration compares (candidates without any grade are left out, and the page says
+    so); ``seed`` fixes the bootstrap intervals and ``resamples`` their size (default: the analyses'
+    own); ``allow_mixed`` pools runs whose settings differ within a group (otherwise the comparison
+    section names them instead); ``generated`` (any text, e.g. a time) is printed in the header when
+    given; ``run_pages=False`` leaves the per-run sections out."""
+    if by not in GROUPING_FIELDS and not (by.startswith(("settings.", "labels.")) and by.split(".", 1)[1]):
+        raise ReportError(f"unknown grouping field {by!r} (known: {', '.join(GROUPING_FIELDS)}, "
+                          "settings.<key>, labels.<key>)")
+    ruleset = ruleset if ruleset is not None else load_ruleset()
+    views = load_runs(store, ruleset)
+    comparison_html, comparison_summary = comparison_section(
+        *_comparison(views, by, ruleset, allow_mixed=allow_mixed, seed=seed, resamples=resamples), by=by)
+    calibration_html, calibration_summary = calibration_section(
+        *_calibration(views, by, reference, candidates, seed=seed, resamples=resamples), reference=reference)
+    if run_pages:
+        pages = [run_page(store, view.run_id, ruleset) for view in views]
+        run_detail = run_sections(pages, {v.run_id: v.outcome for v in views},
+                                  {v.run_id: (by, group_key(v, by)) for v in views})
+    else:
+        run_detail = f'<p class="not-available">Run timelines {NOT_AVAILABLE}: left out on request.</p>'
+
+    meta = [("rule set", f"{ruleset.name} v{ruleset.version}"), ("rule set hash", ruleset_hash(ruleset)),
+            ("runs", str(len(views))), ("grouped by", by), ("engine", f"procgrade {ENGINE_VERSION}")]
+    if generated is not None:
+        meta.append(("generated", generated))
+    body = (
+        f'<header><h1>{esc(title)}</h1><dl class="meta">'
+        + "".join(f"<dt>{esc(k)}</dt><dd>{esc(v)}</dd>" for k, v in meta) + "</dl>"
+        '<nav><a href="#runs">Runs</a><a href="#comparison">Process vs outcome</a>'
+        '<a href="#calibration">Calibration</a><a href="#run-pages">Run timelines</a></nav></header>'
+        f'<main><section id="runs"><h2>Runs</h2>{_runs_table(views, by)}</section>'
+        f'<section id="comparison"><h2>Process vs outcome</h2>{comparison_html}</section>'
+        f'<section id="calibration"><h2>Calibration</h2>{calibration_html}</section>'
+        '<section id="run-pages"><h2>Run timelines</h2>'
+        '<p class="note">Rows marked red are events a rule violation cites; the tag names the rule.</p>'
+        f"{run_detail}</section></main>"
+    )
+    violations = sum(sum(v.process.violations.values()) for v in views if v.process is not None)
+    groups = len({group_key(v, by) for v in views})
+    summary = (f"{len(views)} runs in {groups} groups by {by}, {violations} rule violations; "
+               f"{comparison_summary}; {calibration_summary}")
+    return Report(_page(title, body), summary)
+
+
+def build_report(store: EventStore, *, ruleset: RuleSet | None = None, by: str = "model",
+                 reference: str = "human", candidates: Sequence[str] = ("judge", "rules"), seed: int = 0,
+                 **options: Any) -> str:
+    """The report page as text (see :func:`render_report` for the arguments)."""
+    return render_report(store, ruleset=ruleset, by=by, reference=reference, candidates=candidates, seed=seed,
+                         **options).html
+
+
+def write_report(store: EventStore, path: Path, **options: Any) -> Report:
+    """Write the page to ``path`` (UTF-8) and return it with its summary."""
+    report = render_report(store, **options)
+    path.write_bytes(report.html.encode("utf-8"))
+    return report

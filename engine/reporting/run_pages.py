@@ -1,0 +1,190 @@
+"""Per-run pages of the report: the run's timeline with the rule violations marked on the events
+they cite.
+
+:func:`run_page` gathers the plain data (what ``procgrade show`` and ``procgrade explain`` print:
+each event described by :func:`engine.timeline.describe`, and the findings of the rule set's
+monitor with the seqs that decided them); :func:`run_section` renders it as one ``<section>`` of
+the report, ``id`` :func:`run_anchor`, each event row ``id`` :func:`event_anchor`, so findings and
+the report's other tables link straight to the events they are about.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+
+from engine.reporting.markup import anchor, esc, fmt_num
+from engine.rescoring import run_findings
+from engine.store import EventStore
+from engine.timeline import describe
+from rules.model import RuleSet
+
+__all__ = [
+    "RuleSummary",
+    "RunPage",
+    "TimelineEvent",
+    "Violation",
+    "event_anchor",
+    "run_anchor",
+    "run_page",
+    "run_section",
+    "run_sections",
+]
+
+
+@dataclass(frozen=True)
+class TimelineEvent:
+    seq: int
+    stage: int | None
+    actor: str
+    kind: str
+    what: str
+    #: Ids of the rules with a violation citing this event, in rule-set order.
+    violated_rules: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Violation:
+    rule: str
+    title: str
+    seq: int | None
+    stage: int | None
+    cited: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class RuleSummary:
+    rule: str
+    title: str
+    pattern: str | None
+    fulfilled: int
+    violated: int
+    vacuous: int
+    score: Fraction | None
+
+
+@dataclass(frozen=True)
+class RunPage:
+    run_id: str
+    model: str | None
+    harness: str | None
+    task_id: str | None
+    format: str
+    event_count: int
+    head_hash: str | None
+    ruleset: str
+    process_score: Fraction | None
+    rules: tuple[RuleSummary, ...]
+    violations: tuple[Violation, ...]
+    events: tuple[TimelineEvent, ...]
+
+
+def run_anchor(run_id: str) -> str:
+    """The fragment id of a run's section: ``run-<slug>-<digest>``."""
+    return anchor("run", run_id)
+
+
+def event_anchor(run_id: str, seq: int) -> str:
+    return f"{run_anchor(run_id)}-seq-{seq}"
+
+
+def run_page(store: EventStore, run_id: str, ruleset: RuleSet) -> RunPage:
+    """A run's timeline and its findings under ``ruleset`` (computed from the log, as ``explain`` does)."""
+    info = store.run(run_id)
+    findings, document = run_findings(store, ruleset, run_id)
+    titles = {rule.id: rule.title for rule in ruleset.rules}
+    violations = tuple(Violation(f.rule, titles[f.rule], f.seq, f.stage, tuple(f.cited))
+                       for rule in ruleset.rules for f in findings[rule.id] if f.verdict == "violated")
+    citing: dict[int, list[str]] = {}
+    for violation in violations:
+        for seq in violation.cited:
+            rules = citing.setdefault(seq, [])
+            if violation.rule not in rules:
+                rules.append(violation.rule)
+    events = tuple(
+        TimelineEvent(event.seq, event.stage, event.actor, event.kind, describe(event),
+                      tuple(citing.get(event.seq, ())))
+        for event in store.events(run_id)
+    )
+    rules = tuple(
+        RuleSummary(rule["id"], titles[rule["id"]], rule["pattern"], rule["fulfilled"], rule["violated"],
+                    rule["vacuous"], None if rule["score"] is None
+                    else Fraction(int(rule["score"]["num"]), int(rule["score"]["den"])))
+        for rule in document.body["rules"]
+    )
+    return RunPage(run_id=run_id, model=info.model, harness=info.harness, task_id=info.task_id,
+                   format=info.source_format or "native", event_count=info.event_count, head_hash=info.head_hash,
+                   ruleset=ruleset.name, process_score=document.process_score, rules=rules,
+                   violations=violations, events=events)
+
+
+def _seq_link(run_id: str, seq: int) -> str:
+    return f'<a href="#{event_anchor(run_id, seq)}">{seq}</a>'
+
+
+def _where(violation: Violation) -> str:
+    if violation.seq is not None:
+        return f"seq {violation.seq}"
+    return f"stage {violation.stage}" if violation.stage is not None else "the run"
+
+
+def _rules_table(page: RunPage) -> str:
+    rows = []
+    for rule in page.rules:
+        css = ' class="has-violation"' if rule.violated else ""
+        rows.append(f"<tr{css}><td><code>{esc(rule.rule)}</code></td><td>{esc(rule.title)}</td>"
+                    f"<td>{esc(rule.pattern or '-')}</td><td class=\"num\">{rule.fulfilled}</td>"
+                    f"<td class=\"num\">{rule.violated}</td><td class=\"num\">{rule.vacuous}</td>"
+                    f"<td class=\"num\">{esc(fmt_num(rule.score, 4))}</td></tr>")
+    return ('<table class="rules"><thead><tr><th>rule</th><th>title</th><th>pattern</th><th>fulfilled</th>'
+            '<th>violated</th><th>vacuous</th><th>score</th></tr></thead><tbody>' + "".join(rows) + "</tbody></table>")
+
+
+def _violations_list(page: RunPage) -> str:
+    if not page.violations:
+        return '<p class="no-violations">No rule is violated on this run.</p>'
+    items = []
+    for violation in page.violations:
+        cited = ", ".join(_seq_link(page.run_id, seq) for seq in violation.cited) or "-"
+        items.append(f'<li class="finding violated" data-rule="{esc(violation.rule)}">'
+                     f"<code>{esc(violation.rule)}</code> "
+                     f"violated at {esc(_where(violation))}: {esc(violation.title)}; cites seq {cited}</li>")
+    return '<ol class="findings">' + "".join(items) + "</ol>"
+
+
+def _timeline(page: RunPage) -> str:
+    rows = []
+    for event in page.events:
+        tags = "".join(f'<span class="finding-tag" data-rule="{esc(rule)}">{esc(rule)}</span>'
+                       for rule in event.violated_rules)
+        css = "event cited" if event.violated_rules else "event"
+        rows.append(f'<tr id="{event_anchor(page.run_id, event.seq)}" class="{css}" data-seq="{event.seq}">'
+                    f'<td class="num">{event.seq}</td>'
+                    f'<td class="num">{esc("" if event.stage is None else event.stage)}</td>'
+                    f"<td>{esc(event.actor)}</td><td>{esc(event.kind)}</td>"
+                    f'<td class="what">{esc(event.what)}{tags}</td></tr>')
+    return ('<table class="timeline"><thead><tr><th>seq</th><th>stage</th><th>actor</th><th>kind</th><th>what</th>'
+            '</tr></thead><tbody>' + "".join(rows) + "</tbody></table>")
+
+
+def run_section(page: RunPage, *, outcome: str | None = None, group: tuple[str, str] | None = None) -> str:
+    """The run's ``<section>``: provenance, rule verdicts, violations with links, and the timeline."""
+    facts = [("model", page.model), ("harness", page.harness), ("task", page.task_id), ("format", page.format),
+             ("events", str(page.event_count)), ("head", page.head_hash),
+             (f"process score ({page.ruleset})", fmt_num(page.process_score, 4)), ("outcome", outcome)]
+    if group is not None:
+        facts.insert(0, (f"group ({group[0]})", group[1]))
+    details = "".join(f"<dt>{esc(name)}</dt><dd>{esc(value if value is not None else '-')}</dd>"
+                      for name, value in facts)
+    return (f'<section class="run" id="{run_anchor(page.run_id)}" data-run-id="{esc(page.run_id)}">'
+            f"<h3>Run <code>{esc(page.run_id)}</code></h3><dl class=\"facts\">{details}</dl>"
+            f"<h4>Rule violations ({len(page.violations)})</h4>{_violations_list(page)}"
+            f"<details><summary>Every rule on this run</summary>{_rules_table(page)}</details>"
+            f"<h4>Timeline</h4>{_timeline(page)}"
+            '<p class="back"><a href="#runs">back to the runs</a></p></section>')
+
+
+def run_sections(pages: Sequence[RunPage], outcomes: dict[str, str | None], groups: dict[str, tuple[str, str]]) -> str:
+    return "".join(run_section(page, outcome=outcomes.get(page.run_id), group=groups.get(page.run_id))
+                   for page in pages)

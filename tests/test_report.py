@@ -1,0 +1,363 @@
+"""The static HTML report (``procgrade report --html FILE``), opened in a real Chromium.
+
+The store holds the harness samples of ``tests/fixtures/imports`` and twelve native runs written
+here: three models x two tasks x two runs, each with an acceptance verdict and human and judge
+grades on the ``context_preservation`` check, so the comparison and the calibration have numbers.
+One model's name and one message carry markup (an ``<img>`` pointing at a remote host): the page
+must show them as text and fetch nothing.
+
+The browser is Debian's ``chromium`` (``apt-get install -y chromium``) driven by the ``playwright``
+package; no browser is downloaded. Without ``/usr/bin/chromium`` the browser test fails, saying so.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from builders import ev, run_started  # noqa: E402
+from databases import fresh_url  # noqa: E402
+
+from engine.analysis.dataset import load_runs  # noqa: E402
+from engine.cli import app  # noqa: E402
+from engine.ingest import ingest_paths  # noqa: E402
+from engine.reporting import ReportError, build_report, render_report  # noqa: E402
+from engine.reporting.charts import BumpRow, IntervalRow, Point, bump_chart, interval_chart, scatter_chart  # noqa: E402
+from engine.reporting.run_pages import event_anchor, run_anchor  # noqa: E402
+from engine.scoring import display  # noqa: E402
+from engine.store import EventStore, open_store  # noqa: E402
+from rules.loading import load_ruleset  # noqa: E402
+
+IMPORTS = Path(__file__).parent / "fixtures" / "imports"
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]
+INSTALL_HINT = ("the report's browser test needs Debian's Chromium and the playwright package: "
+                "`DEBIAN_FRONTEND=noninteractive apt-get install -y chromium` (as root) and "
+                "`pip install -e '.[dev]'` (no `playwright install`: the system browser is used)")
+
+HOSTILE_MODEL = 'model-c <i>&"q"</i>'
+HOSTILE_TEXT = '<img src="http://example.invalid/x.png" onerror="console.error(\'xss\')">'
+MODELS = ("model-a", "model-b", HOSTILE_MODEL)
+TASKS = ("blog", "todo")
+#: model -> task -> (good process?, reward) for its two runs.
+PLAN: dict[str, dict[str, tuple[tuple[bool, str], tuple[bool, str]]]] = {
+    "model-a": {"todo": ((True, "1"), (True, "1")), "blog": ((True, "1"), (True, "0"))},
+    "model-b": {"todo": ((False, "1"), (False, "1")), "blog": ((False, "1"), (False, "1"))},
+    HOSTILE_MODEL: {"todo": ((True, "0"), (False, "0")), "blog": ((True, "1"), (False, "0"))},
+}
+RESAMPLES = 200  # bootstrap resamples: enough to draw intervals, quick to compute
+#: The seq of the edit made without reading the file first, in a run with a bad process.
+BAD_EDIT_SEQ = 2
+
+
+def _run_id(model: str, task: str, index: int) -> str:
+    return f"report-{MODELS.index(model)}-{task}-{index}"
+
+
+def native_run(model: str, task: str, index: int, good: bool, reward: str, judge_flips: bool) -> list[dict[str, Any]]:
+    """A short run: with a good process it plans, reads, edits and tests; with a bad one it edits
+    ``src/app.py`` unread at seq 2 (a ``read-before-edit`` violation). Then its verdict and grades."""
+    rid = _run_id(model, task, index)
+    plan_text = "Plan: read src/app.py, change it, run the tests."
+    if model == HOSTILE_MODEL and index == 0:
+        plan_text = HOSTILE_TEXT + plan_text
+    events = [run_started(rid, model=model, task_id=task, harness={"name": "report-test", "version": "1"},
+                          model_settings={"temperature": 0})]
+    if good:
+        events += [ev("message", 1, rid, text=plan_text, intent="plan"),
+                   ev("file_read", 2, rid, path="src/app.py"),
+                   ev("file_edit", 3, rid, path="src/app.py", edit_kind="modify")]
+    else:
+        events += [ev("message", 1, rid, text="Changing it right away.", intent="progress"),
+                   ev("file_edit", BAD_EDIT_SEQ, rid, path="src/app.py", edit_kind="modify"),
+                   ev("message", 3, rid, text="done editing", intent="progress")]
+    events += [
+        ev("test_run", 4, rid, command="pytest -q", passed=3, failed=0, exit_code=0),
+        ev("completion_claim", 5, rid, claim="The change is done; tests pass.", scope="run"),
+        ev("run_ended", 6, rid, actor="harness", status="completed"),
+        ev("acceptance_verdict", 7, rid, actor="grader", verifier="hidden-tests", status="evaluated", reward=reward),
+        ev("grade", 8, rid, actor="human", layer="check", item="context_preservation", passed=good,
+           sheet="report-test"),
+        ev("grade", 9, rid, actor="judge", layer="check", item="context_preservation",
+           passed=(not good) if judge_flips else good, sheet="report-test"),
+    ]
+    return events
+
+
+def write_native_runs(folder: Path) -> list[Path]:
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for model in MODELS:
+        for task in TASKS:
+            for index, (good, reward) in enumerate(PLAN[model][task]):
+                judge_flips = (model, task, index) == ("model-a", "blog", 1)
+                path = folder / f"{_run_id(model, task, index)}.jsonl"
+                lines = native_run(model, task, index, good, reward, judge_flips)
+                path.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+                paths.append(path)
+    return paths
+
+
+def fill_store(store: EventStore, tmp_path: Path, *, imports: bool = True) -> None:
+    ingest_paths(store, write_native_runs(tmp_path / "native"), format="native")
+    if imports:
+        ingest_paths(store, [IMPORTS])
+
+
+@pytest.fixture(scope="module")
+def report_db(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """The filled store, shared by the tests of this module (none writes to it)."""
+    folder = tmp_path_factory.mktemp("report")
+    url = f"sqlite:///{folder / 'report.db'}"
+    store = open_store(url, create=True)
+    try:
+        fill_store(store, folder)
+    finally:
+        store.close()
+    return url
+
+
+def expected_numbers(url: str) -> dict[str, dict[str, str]]:
+    """Per model of the native runs: pass@1 (percent, one decimal) and the process score (4 places),
+    computed here from the dataset layer: pass@1 = mean over tasks of the share of passing runs;
+    process score = mean of the runs' exact process scores."""
+    store = open_store(url)
+    try:
+        views = load_runs(store, load_ruleset())
+    finally:
+        store.close()
+    out = {}
+    for model in MODELS:
+        runs = [v for v in views if v.model == model]
+        per_task = [Fraction(sum(v.verdict.reward == "1" for v in runs if v.task_id == task),
+                             sum(1 for v in runs if v.task_id == task)) for task in TASKS]
+        pass_at_1 = sum(per_task, Fraction(0)) / len(per_task)
+        process = sum((v.process.total for v in runs), Fraction(0)) / len(runs)
+        out[model] = {"pass_at_1": f"{float(pass_at_1) * 100:.1f}", "process": display(process, 4)}
+    return out
+
+
+# ------------------------------------------------------------------------------------------------
+# in Chromium
+
+
+def _browser():
+    if not Path(CHROMIUM).exists():
+        pytest.fail(f"{CHROMIUM} is missing: {INSTALL_HINT}")
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        pytest.fail(f"the playwright package is missing: {INSTALL_HINT}")
+    return sync_playwright
+
+
+_ROWS_JS = """sel => Array.from(document.querySelectorAll(sel)).map(
+    tr => Array.from(tr.querySelectorAll('td')).map(td => td.innerText.trim()))"""
+
+
+def test_report_in_chromium(report_db: str, tmp_path: Path) -> None:
+    sync_playwright = _browser()
+    page_path = tmp_path / "out" / "report.html"
+    page_path.parent.mkdir()
+    store = open_store(report_db)
+    try:
+        report = render_report(store, allow_mixed=True, resamples=RESAMPLES)
+    finally:
+        store.close()
+    page_path.write_text(report.html, encoding="utf-8")
+    expected = expected_numbers(report_db)
+
+    console: list[str] = []
+    errors: list[str] = []
+    requests: list[str] = []
+    refused: list[str] = []
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page()
+            page.on("console", lambda msg: console.append(f"{msg.type}: {msg.text}"))
+            page.on("pageerror", lambda exc: errors.append(str(exc)))
+            page.on("request", lambda request: requests.append(request.url))
+
+            def route(r: Any) -> None:
+                if r.request.url.startswith(("file://", "data:")):
+                    r.continue_()
+                else:
+                    refused.append(r.request.url)
+                    r.abort()
+
+            page.route("**/*", route)
+            page.goto(page_path.as_uri(), wait_until="load")
+
+            assert page.title() == "procgrade report"
+            # the comparison table: one row per model, with the numbers computed from the dataset
+            rows = {cells[0]: cells for cells in page.evaluate(_ROWS_JS, "table.groups tbody tr")}
+            for model in MODELS:
+                assert model in rows, f"no comparison row for {model!r}: {sorted(rows)}"
+                cells = rows[model]
+                assert cells[2] == expected[model]["process"], (model, cells)
+                assert cells[3] == expected[model]["pass_at_1"], (model, cells)
+            assert rows["model-a"][3] == "75.0" and rows["model-b"][3] == "100.0" and rows[HOSTILE_MODEL][3] == "25.0"
+            # model-a leads on process, model-b on pass@1: a rank flip naming read-before-edit
+            flips = page.evaluate(_ROWS_JS, "table.flips tbody tr")
+            assert any(f[0] == "model-a" and f[1] == "model-b" and "read-before-edit" in f[4] for f in flips), flips
+            # the calibration: rules agree with the human on all 12 runs, the judge on 11
+            agreement = page.evaluate("""() => Object.fromEntries(Array.from(document.querySelectorAll(
+                'table.agreement tbody tr[data-group="all"]')).map(tr => [tr.dataset.candidate,
+                tr.querySelector('td.agreement').innerText]))""")
+            assert agreement == {"judge": "91.7", "rules": "100.0"}, agreement
+
+            # every chart is drawn, with a mark per model (the harness samples with verdicts add theirs)
+            for chart, marks, labelled in (("chart-scatter", "circle.point", True), ("chart-bump", "circle.rank", True),
+                                           ("chart-pass-intervals", "circle.estimate", True),
+                                           ("chart-agreement", "circle.estimate", False)):
+                svg = page.locator(f"#{chart} svg")
+                box = svg.bounding_box()
+                assert box is not None and box["width"] > 50 and box["height"] > 50, (chart, box)
+                drawn = svg.locator(marks)
+                assert drawn.count() >= (len(MODELS) if labelled else 2), chart
+                first = drawn.first.bounding_box()
+                assert first is not None and first["width"] > 0 and first["height"] > 0, chart
+                text = svg.text_content()
+                assert all(model in text for model in MODELS) if labelled else "judge" in text, (chart, text)
+            # labels from logs are text, never markup, in tables and in charts
+            assert HOSTILE_MODEL in page.locator("#chart-scatter svg").text_content()
+            assert page.locator("i").count() == 0 and page.locator("img").count() == 0
+
+            # a run with a bad process: its edit is marked with the rule that cites it
+            bad = _run_id("model-b", "todo", 0)
+            section = page.locator(f"#{run_anchor(bad)}")
+            assert section.count() == 1
+            row = page.locator(f"#{event_anchor(bad, BAD_EDIT_SEQ)}")
+            assert "cited" in (row.get_attribute("class") or "")
+            assert row.locator(".finding-tag").all_inner_texts() == ["read-before-edit"]
+            assert row.locator("td").nth(3).inner_text() == "file_edit"
+            background = row.evaluate("tr => getComputedStyle(tr).backgroundColor")
+            assert background not in ("rgba(0, 0, 0, 0)", "transparent"), background
+            finding = section.locator('li.finding[data-rule="read-before-edit"]')
+            assert finding.count() == 1
+            link = finding.locator("a").first
+            assert link.get_attribute("href") == f"#{event_anchor(bad, BAD_EDIT_SEQ)}"
+            link.click()
+            assert page.evaluate("location.hash") == f"#{event_anchor(bad, BAD_EDIT_SEQ)}"
+            # the hostile message is shown as text in its timeline
+            hostile = section = page.locator(f"#{run_anchor(_run_id(HOSTILE_MODEL, 'todo', 0))}")
+            assert HOSTILE_TEXT in hostile.locator("table.timeline").inner_text()
+            # a run from the harness samples has its section too
+            assert page.locator("section.run[data-run-id^='codex/']").count() >= 1
+        finally:
+            browser.close()
+
+    assert errors == [], errors
+    assert console == [], console
+    assert refused == [], f"the page asked the network for {refused}"
+    assert all(url.startswith("file://") for url in requests), requests
+    assert requests == [page_path.as_uri()], requests
+
+
+# ------------------------------------------------------------------------------------------------
+# the page's bytes
+
+
+def test_report_is_deterministic_across_databases(tmp_path: Path) -> None:
+    """The same runs give the same bytes: twice on SQLite, and on PostgreSQL."""
+    pages = []
+    for kind in ("sqlite", "postgresql", "sqlite"):
+        with fresh_url(kind, tmp_path / f"db-{len(pages)}") as url:
+            store = open_store(url, create=True)
+            try:
+                fill_store(store, tmp_path / f"in-{len(pages)}", imports=False)
+                pages.append(build_report(store, resamples=RESAMPLES))
+            finally:
+                store.close()
+    assert pages[0] == pages[1] == pages[2]
+    assert not re.search(r"20\d\d-\d\d-\d\dT", pages[0]), "no time in the page unless one is passed in"
+
+
+def test_report_escapes_and_loads_nothing(report_db: str) -> None:
+    store = open_store(report_db)
+    try:
+        page = build_report(store, allow_mixed=True, resamples=RESAMPLES, generated="build 42")
+    finally:
+        store.close()
+    assert HOSTILE_TEXT not in page and "<i>" not in page
+    assert "&lt;img src=&quot;http://example.invalid/x.png&quot;" in page
+    assert "model-c &lt;i&gt;&amp;&quot;q&quot;&lt;/i&gt;" in page
+    for tag in ("<script", "<img", "<link", "<iframe", "<object", "<embed", "<use", "<image", "@import", "url("):
+        assert tag not in page, tag
+    assert re.findall(r"(?:href|src)=\"(?!#)", page) == [], "only in-page links"
+    assert "Content-Security-Policy" in page and "default-src 'none'" in page
+    assert "<dt>generated</dt><dd>build 42</dd>" in page
+
+
+def test_missing_analysis_modules_say_not_available(report_db: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "engine.analysis.comparison", None)
+    monkeypatch.setitem(sys.modules, "engine.analysis.calibration", None)
+    store = open_store(report_db)
+    try:
+        report = render_report(store)
+    finally:
+        store.close()
+    assert "Comparison not available: engine.analysis.comparison is not installed" in report.html
+    assert "Calibration not available: engine.analysis.calibration is not installed" in report.html
+    assert f'id="{run_anchor(_run_id("model-b", "todo", 0))}"' in report.html
+    assert "comparison not available" in report.summary and "calibration not available" in report.summary
+
+
+def test_mixed_settings_leave_the_comparison_out_unless_allowed(report_db: str) -> None:
+    store = open_store(report_db)
+    try:
+        refused = render_report(store, resamples=RESAMPLES)
+        with pytest.raises(ReportError, match="unknown grouping field 'nope'"):
+            render_report(store, by="nope")
+    finally:
+        store.close()
+    assert "Comparison not available: refusing to pool runs whose settings differ" in refused.html
+
+
+def test_cli_report(report_db: str, tmp_path: Path) -> None:
+    out = tmp_path / "page.html"
+    result = CliRunner().invoke(app, ["report", "--html", str(out), "--allow-mixed", "--resamples", str(RESAMPLES),
+                                      "--db", report_db])
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    assert lines[0] == str(out)
+    assert re.match(r"\d+ runs in \d+ groups by model, \d+ rule violations; \d+ groups compared \(\d+ ranked, "
+                    r"\d+ rank flips\); calibration of \d+ comparisons on 1 layers$", lines[1]), lines[1]
+    assert out.read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
+    short = CliRunner().invoke(app, ["report", "--html", str(out), "--no-timelines", "--db", report_db])
+    assert short.exit_code == 0, short.output
+    page = out.read_text(encoding="utf-8")  # no timelines; without --allow-mixed, no comparison either
+    assert 'class="run"' not in page and "Comparison not available: refusing to pool" in page
+    bad = CliRunner().invoke(app, ["report", "--html", str(out), "--by", "nope", "--db", report_db])
+    assert bad.exit_code != 0
+
+
+# ------------------------------------------------------------------------------------------------
+# charts alone
+
+
+def test_charts_escape_labels_and_skip_what_they_cannot_draw() -> None:
+    label = '<script>alert("x")</script>&'
+    svg = scatter_chart([Point(label, 0.5, 0.25, 0.1, 0.4), Point("off", None, 0.3)], title="t", x_label="x",
+                        y_label="y")
+    assert "<script>" not in svg and "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;&amp;" in svg
+    assert svg.count('class="point"') == 1
+    assert svg == scatter_chart([Point(label, 0.5, 0.25, 0.1, 0.4), Point("off", None, 0.3)], title="t",
+                                x_label="x", y_label="y")
+    assert scatter_chart([Point("a", None, None)], title="t", x_label="x", y_label="y") == ""
+    bump = bump_chart([BumpRow("a", 1, 2), BumpRow("b", 2, 1), BumpRow("c", None, None)], title="t",
+                      left_label="l", right_label="r")
+    assert bump.count('class="bump"') == 2 and ">c (" not in bump
+    forest = interval_chart([IntervalRow("a" * 80, 0.5, 0.4, 0.6, "50%")], title="t", axis_label="x")
+    assert "\u2026" in forest and "a" * 80 in forest  # clipped on screen, whole in the tooltip
+    assert interval_chart([], title="t", axis_label="x") == ""
