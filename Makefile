@@ -5,6 +5,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 DEMO_DB ?= sqlite:///procgrade.db
+DEMO_REPORT ?= procgrade-report.html
 
 .PHONY: demo test bench-ingest bench-rescore bench-import clean
 
@@ -16,23 +17,33 @@ $(VENV)/.installed-base: pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e .
 	touch $@
 
-$(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+$(VENV)/.installed-analysis: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e '.[analysis]'
 	touch $@ $(VENV)/.installed-base
 
-demo: $(VENV)/.installed-base
+$(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $@ $(VENV)/.installed-base $(VENV)/.installed-analysis
+
+# The main job, end to end on the embedded SQLite default: ingest procgrade's own example and the
+# bundled real harness runs, import human and judge grades, judge a workspace with the acceptance
+# oracle, score, compare process with outcome, calibrate, and write the HTML report.
+demo: $(VENV)/.installed-analysis
 	$(BIN)/procgrade init --db $(DEMO_DB)
-	$(BIN)/procgrade ingest --db $(DEMO_DB) examples/native/todo-app-run.jsonl
-	$(BIN)/procgrade runs --db $(DEMO_DB)
-	$(BIN)/procgrade show --db $(DEMO_DB) todo-app-demo
-	$(BIN)/procgrade verify-log --db $(DEMO_DB) todo-app-demo
-	$(BIN)/procgrade ingest --db $(DEMO_DB) tests/fixtures/planted/claim-backed-by-passing-test/fault.jsonl tests/fixtures/planted/no-repeated-failing-command/fault.jsonl
+	$(BIN)/procgrade ingest --db $(DEMO_DB) examples/native/todo-app-run.jsonl tests/fixtures/grades/arena-runs.jsonl
 	$(BIN)/procgrade ingest --db $(DEMO_DB) tests/fixtures/imports
+	$(BIN)/procgrade grades import --db $(DEMO_DB) tests/fixtures/grades/arena-gguf.csv tests/fixtures/devai-judgments
+	$(BIN)/procgrade accept --db $(DEMO_DB) --task tasks/verrange --workspace tasks/verrange/controls/reference/app --backend local
 	$(BIN)/procgrade runs --db $(DEMO_DB)
+	$(BIN)/procgrade verify-log --db $(DEMO_DB) todo-app-demo
 	$(BIN)/procgrade rescore --all --db $(DEMO_DB)
-	$(BIN)/procgrade explain --db $(DEMO_DB) planted-claim-backed-by-passing-test-fault
 	$(BIN)/procgrade verify --db $(DEMO_DB)
-	$(BIN)/procgrade validate-rules tests/fixtures/planted
+	$(BIN)/procgrade explain --db $(DEMO_DB) arena/gguf-swift/model-c
+	$(BIN)/procgrade compare --db $(DEMO_DB) --by model --allow-mixed --resamples 1999
+	$(BIN)/procgrade calibrate --db $(DEMO_DB) --reference human --candidate judge --layer requirement --by harness
+	$(BIN)/procgrade calibrate --db $(DEMO_DB) --reference human --candidate rules --layer check
+	$(BIN)/procgrade report --db $(DEMO_DB) --html $(DEMO_REPORT) --allow-mixed --resamples 1999
+	@echo "demo done: database $(DEMO_DB), report $(abspath $(DEMO_REPORT))"
 
 test: $(VENV)/.installed-dev
 	$(BIN)/python -m pytest -q
@@ -47,4 +58,4 @@ bench-import: $(VENV)/.installed-dev
 	$(BIN)/python bench/imports.py
 
 clean:
-	rm -rf $(VENV) procgrade.db procgrade.db-wal procgrade.db-shm .pytest_cache .hypothesis
+	rm -rf $(VENV) procgrade.db procgrade.db-wal procgrade.db-shm procgrade-report.html .pytest_cache .hypothesis
