@@ -18,7 +18,7 @@ $(VENV)/.installed-base: pyproject.toml | $(BIN)/python
 	touch $@
 
 $(VENV)/.installed-analysis: pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e '.[analysis]'
+	$(BIN)/python -m pip install --quiet -e '.[analysis,acceptance]'
 	touch $@ $(VENV)/.installed-base
 
 $(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
