@@ -649,6 +649,8 @@ def _cmp_print_outcomes(groups, by: str, k: int) -> None:  # type: ignore[no-unt
 
 
 def _cmp_print_lists(groups, by: str) -> None:  # type: ignore[no-untyped-def]
+    from engine.analysis.comparison import runs_text
+
     for group in groups:
         summary = group.summary
         name = group.group
@@ -668,7 +670,7 @@ def _cmp_print_lists(groups, by: str) -> None:  # type: ignore[no-untyped-def]
             for note in outcome.notes:
                 out.print(Text(f"{name}: {outcome.run_id}: {note}"))
         for key, by_value in group.mixed_settings.items():
-            shown = "; ".join(f"{value} in {', '.join(ids)}" for value, ids in by_value.items())
+            shown = "; ".join(f"{value} in {runs_text(ids)}" for value, ids in by_value.items())
             out.print(Text(f"{name}: settings differ, pooled by --allow-mixed: {key}: {shown}"))
 
 

@@ -60,6 +60,7 @@ from engine.analysis.rankings import (
 from engine.scoring import display
 
 __all__ = [
+    "runs_text",
     "DEFAULT_RESAMPLES",
     "FORMAT",
     "OUTCOME_FORMAT",
@@ -102,7 +103,7 @@ class MixedGroupSettingsError(MixedSettingsError):
                     slot[value] = slot.get(value, ()) + tuple(ids)
         self.differences = {key: merged[key] for key in sorted(merged)}
         self.keys = tuple(sorted(merged))
-        lines = [f"  {by} {group}: {key}: " + "; ".join(f"{value} in {_runs(ids)}" for value, ids in by_value.items())
+        lines = [f"  {by} {group}: {key}: " + "; ".join(f"{value} in {runs_text(ids)}" for value, ids in by_value.items())
                  for group, differences in self.groups.items() for key, by_value in differences.items()]
         Exception.__init__(
             self,
@@ -541,7 +542,7 @@ def _task_grid(rows: Sequence[GroupComparison], members_of: Mapping[str, Sequenc
     return (tasks, process_cells, outcome_cells), ""
 
 
-def _runs(ids: Sequence[str], shown: int = 3) -> str:
+def runs_text(ids: Sequence[str], shown: int = 3) -> str:
     head = ", ".join(ids[:shown])
     more = len(ids) - shown
     return f"{len(ids)} run(s) ({head}{f', +{more} more' if more > 0 else ''})"
