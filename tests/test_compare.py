@@ -250,7 +250,7 @@ def test_mixed_settings_are_refused_unless_allowed(store: EventStore, store_url:
     assert "model_settings.temperature" in no.output and "b-t1-9" in no.output
     yes = cli("outcomes", "--by", "model", "--allow-mixed", "--db", store_url)
     assert yes.exit_code == 0, yes.output
-    assert "model-b: settings differ, pooled by --allow-mixed: model_settings.temperature: 0 in 1 run(s) (b-t1-1)" in yes.output
+    assert "model-b: settings differ, pooled by --allow-mixed: model_settings.temperature: 0 in 4 run(s) (b-t1-1, b-t1-2, b-t2-1, +1 more); 0.7 in 1 run(s) (b-t1-9)" in yes.output
     assert "model-b: unjudged (no verdict), not scored: b-t1-9" in yes.output
 
 
