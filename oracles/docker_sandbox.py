@@ -65,6 +65,8 @@ from oracles.judge_image import (
     ensure_image,
 )
 from oracles.sandbox import (
+    RUNNER_PROBE,
+    RUNNER_PROBE_PRINT,
     LoadedWorkspace,
     RunOutcome,
     RunSpec,
@@ -189,26 +191,7 @@ print("procgrade-supervisor status " + json.dumps(status), flush=True)
 """
 
 #: As the judge user: what the runner loads (top-level third-party modules) when it runs a test.
-_PROBE = r"""
-import contextlib, io, json, os, shutil, sys, tempfile
-d = tempfile.mkdtemp(prefix="procgrade-probe-")
-with open(os.path.join(d, "test_probe.py"), "w") as f:
-    f.write("def test_pass():\n    assert 1\n\n\ndef test_fail():\n    assert [1] == [2]\n")
-with open(os.path.join(d, "pytest.ini"), "w") as f:
-    f.write("[pytest]\njunit_family = xunit2\n")
-import pytest
-with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-    pytest.main(["-c", d + "/pytest.ini", "--rootdir", d, "-p", "no:cacheprovider", "-q", "-rfE",
-                 "--junitxml", d + "/j.xml", d + "/test_probe.py"])
-shutil.rmtree(d, ignore_errors=True)
-def third_party(mod):
-    spec = getattr(mod, "__spec__", None)
-    places = [getattr(spec, "origin", None) or ""] + list(getattr(spec, "submodule_search_locations", None) or [])
-    return any(part in ("site-packages", "dist-packages") for p in places if p for part in p.split(os.sep))
-tops = {name.partition(".")[0] for name in list(sys.modules)}
-modules = sorted(t for t in tops if sys.modules.get(t) is not None and third_party(sys.modules[t]))
-print(json.dumps({"modules": modules, "pytest": pytest.__version__, "version": sys.version.split()[0]}))
-"""
+_PROBE = RUNNER_PROBE + RUNNER_PROBE_PRINT
 
 _PROBES: dict[str, dict[str, Any]] = {}
 _PROBE_LOCK = threading.Lock()

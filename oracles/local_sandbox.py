@@ -65,7 +65,17 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from oracles.sandbox import LoadedWorkspace, RunOutcome, RunSpec, Sandbox, SandboxError, SandboxSession, copy_workspace
+from oracles.sandbox import (
+    RUNNER_PROBE,
+    RUNNER_PROBE_PRINT,
+    LoadedWorkspace,
+    RunOutcome,
+    RunSpec,
+    Sandbox,
+    SandboxError,
+    SandboxSession,
+    copy_workspace,
+)
 from oracles.task_package import SuiteFile, fill_template
 
 __all__ = ["LocalSandbox", "Limits", "UID_RANGE", "isolation_available"]
@@ -95,31 +105,12 @@ class Limits:
     output_tail_bytes: int = 8192
 
 
-_PROBE = r"""
-import contextlib, io, json, os, shutil, sys, tempfile
-d = tempfile.mkdtemp(prefix="procgrade-probe-")
-with open(os.path.join(d, "test_probe.py"), "w") as f:
-    f.write("def test_pass():\n    assert 1\n\n\ndef test_fail():\n    assert [1] == [2]\n")
-with open(os.path.join(d, "pytest.ini"), "w") as f:
-    f.write("[pytest]\njunit_family = xunit2\n")
-import pytest
-with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-    pytest.main(["-c", d + "/pytest.ini", "--rootdir", d, "-p", "no:cacheprovider", "-q", "-rfE",
-                 "--junitxml", d + "/j.xml", d + "/test_probe.py"])
-shutil.rmtree(d, ignore_errors=True)
-
-def third_party(mod):
-    spec = getattr(mod, "__spec__", None)
-    places = [getattr(spec, "origin", None) or ""] + list(getattr(spec, "submodule_search_locations", None) or [])
-    return any(part in ("site-packages", "dist-packages") for p in places if p for part in p.split(os.sep))
-
-tops = {name.partition(".")[0] for name in list(sys.modules)}
-modules = sorted(t for t in tops if sys.modules.get(t) is not None and third_party(sys.modules[t]))
+# The shared probe, plus the interpreter's own paths (the sandbox must keep them visible).
+_PROBE = RUNNER_PROBE + r"""
 paths = [sys.executable, os.path.realpath(sys.executable), sys.prefix, sys.base_prefix, sys.exec_prefix,
          sys.base_exec_prefix] + [p for p in sys.path if p]
-paths = sorted({os.path.realpath(p) for p in paths if os.path.exists(p)})
-print(json.dumps({"modules": modules, "paths": paths, "pytest": pytest.__version__, "version": sys.version.split()[0]}))
-"""
+report["paths"] = sorted({os.path.realpath(p) for p in paths if os.path.exists(p)})
+""" + RUNNER_PROBE_PRINT
 
 _PROBES: dict[str, dict[str, Any]] = {}
 _PROBE_LOCK = threading.Lock()

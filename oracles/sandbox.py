@@ -44,11 +44,44 @@ __all__ = [
     "workspace_sha256",
     "hash_workspace",
     "CACHE_DIRS",
+    "RUNNER_PROBE",
+    "RUNNER_PROBE_PRINT",
 ]
 
 #: Bytecode caches are derived data and are not judged: a stale or crafted ``.pyc`` whose
 #: header matches its source would run code the scan never saw. Python rebuilds them.
 CACHE_DIRS = frozenset({"__pycache__"})
+
+
+#: Run by each back-end inside its sandbox, as the judge user: runs a tiny passing and failing
+#: suite and prints, as JSON, the third-party modules the runner loaded (a workspace file with
+#: one of these names would shadow the runner: it is refused), pytest's and Python's versions.
+#: A back-end may append lines that add keys to ``report`` before it is printed.
+RUNNER_PROBE = r"""
+import contextlib, io, json, os, shutil, sys, tempfile
+d = tempfile.mkdtemp(prefix="procgrade-probe-")
+with open(os.path.join(d, "test_probe.py"), "w") as f:
+    f.write("def test_pass():\n    assert 1\n\n\ndef test_fail():\n    assert [1] == [2]\n")
+with open(os.path.join(d, "pytest.ini"), "w") as f:
+    f.write("[pytest]\njunit_family = xunit2\n")
+import pytest
+with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+    pytest.main(["-c", d + "/pytest.ini", "--rootdir", d, "-p", "no:cacheprovider", "-q", "-rfE",
+                 "--junitxml", d + "/j.xml", d + "/test_probe.py"])
+shutil.rmtree(d, ignore_errors=True)
+
+def third_party(mod):
+    spec = getattr(mod, "__spec__", None)
+    places = [getattr(spec, "origin", None) or ""] + list(getattr(spec, "submodule_search_locations", None) or [])
+    return any(part in ("site-packages", "dist-packages") for p in places if p for part in p.split(os.sep))
+
+tops = {name.partition(".")[0] for name in list(sys.modules)}
+modules = sorted(t for t in tops if sys.modules.get(t) is not None and third_party(sys.modules[t]))
+report = {"modules": modules, "pytest": pytest.__version__, "version": sys.version.split()[0]}
+"""
+
+#: Prints the probe's report (appended last).
+RUNNER_PROBE_PRINT = "print(json.dumps(report, sort_keys=True))\n"
 
 
 class SandboxError(ProcgradeError):
