@@ -43,9 +43,12 @@ _BEARER = re.compile(r"(?i)(\bbearer\s+)([A-Za-z0-9._~+/=-]{16,})")
 
 # NAME=value / NAME: value / "name": "value" where the name says secret.
 _SECRET_NAME = r"[A-Za-z0-9_.-]*(?:api[_-]?key|secret|token|passw(?:or)?d|access[_-]?key|private[_-]?key|auth)[A-Za-z0-9_.-]*"
+# Matched from the secret word on (what precedes it in the name does not change the verdict):
+# a leading ``[A-Za-z0-9_.-]*`` would be retried at every position of long outputs.
 _ASSIGNMENT = re.compile(
     r"""(?ix)
-    (?P<name>\b""" + _SECRET_NAME + r"""["']?\s*[=:]\s*["']?)
+    (?P<name>(?:api[_-]?key|secret|token|passw(?:or)?d|access[_-]?key|private[_-]?key|auth)
+             [A-Za-z0-9_.-]*["']?\s*[=:]\s*["']?)
     (?P<value>[A-Za-z0-9_+/=.~-]{16,})
     """
 )
@@ -95,9 +98,13 @@ def redact_text(text: str) -> tuple[str, int]:
         count += 1
         return match.group("name") + REDACTION_MARKER
 
-    text = _TOKENS.sub(token, text)
-    text = _BEARER.sub(bearer, text)
-    text = _ASSIGNMENT.sub(assignment, text)
+    lowered = text.lower()
+    if any(marker in lowered for marker in _TOKEN_MARKERS):
+        text = _TOKENS.sub(token, text)
+    if "bearer" in lowered:
+        text = _BEARER.sub(bearer, text)
+    if any(word in lowered for word in _NAME_WORDS):
+        text = _ASSIGNMENT.sub(assignment, text)
     return text, count
 
 
@@ -116,7 +123,7 @@ class Redactor:
         """A copy of ``value`` with every string redacted; a string under a key that names
         a secret (``"api_key": "..."``) is redacted whole when it looks like one."""
         if isinstance(value, str):
-            return self.text(value) if _CHEAP_CANDIDATE.search(value) else value
+            return self.text(value) if _may_hold_secret(value) else value
         if isinstance(value, dict):
             result = {}
             for key, item in value.items():
@@ -131,5 +138,21 @@ class Redactor:
         return value
 
 
-# A string with none of these cannot match any pattern above: skip the regexes for it.
-_CHEAP_CANDIDATE = re.compile(r"(?i)sk-|sk_|rk_|AKIA|ASIA|ABIA|ACCA|gh[pousr]_|github_pat_|glpat-|AIza|xox|hf_|gsk_|eyJ|PRIVATE KEY|bearer|key|secret|token|passw|auth")
+# What each family of patterns needs in the (lower-cased) text before its regex is worth running.
+_TOKEN_MARKERS = ("sk-", "sk_", "rk_", "akia", "asia", "abia", "acca", "ghp_", "gho_", "ghu_", "ghs_", "ghr_",
+                  "github_pat_", "glpat-", "aiza", "xox", "hf_", "gsk_", "eyj", "private key")
+_NAME_WORDS = ("key", "secret", "token", "passw", "auth")
+
+# Every pattern above needs one of these (lower-cased) in the string, and at least this many
+# characters: a string without them is left alone without running the regexes (most are).
+_MARKERS = ("sk-", "sk_", "rk_", "akia", "asia", "abia", "acca", "ghp_", "gho_", "ghu_", "ghs_", "ghr_",
+            "github_pat_", "glpat-", "aiza", "xox", "hf_", "gsk_", "eyj", "private key", "bearer", "key",
+            "secret", "token", "passw", "auth")
+_SHORTEST_SECRET = 15  # "xoxb-" and ten characters
+
+
+def _may_hold_secret(text: str) -> bool:
+    if len(text) < _SHORTEST_SECRET:
+        return False
+    lowered = text.lower()
+    return any(marker in lowered for marker in _MARKERS)
