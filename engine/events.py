@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any, ClassVar, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationInfo, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, TypeAdapter, ValidationInfo, field_validator, model_validator
 
 __all__ = [
     "Event",
@@ -297,8 +297,21 @@ class SourceRecord(Event):
 
 # --- outcomes --------------------------------------------------------------------------------
 
-#: An exact decimal or rational reward, as text: "1", "0", "0.75", "2/3".
-Reward = Annotated[str, Field(pattern=r"^-?(0|[1-9][0-9]*)((\.[0-9]+)|(/[1-9][0-9]*))?$")]
+def _canonical_reward(text: str) -> str:
+    from fractions import Fraction
+
+    from engine.exact import rational_text
+
+    canonical = rational_text(Fraction(text))
+    if text != canonical:
+        raise ValueError(f"reward {text!r} must be written {canonical!r} (one spelling per value)")
+    return text
+
+
+#: An exact reward in its one canonical spelling: "1", "0", "0.75", "2/3" (never "1.0" or "4/6"),
+#: so equal rewards are equal text.
+Reward = Annotated[str, Field(pattern=r"^-?(0|[1-9][0-9]*)((\.[0-9]*[1-9])|(/[1-9][0-9]*))?$"),
+                   AfterValidator(_canonical_reward)]
 
 
 @event_kind

@@ -9,8 +9,9 @@ shortest round-trip form (``repr``), which is the number the file wrote.
 from __future__ import annotations
 
 from decimal import Decimal, InvalidOperation
+from fractions import Fraction
 
-__all__ = ["decimal_text"]
+__all__ = ["decimal_text", "rational_text"]
 
 
 def decimal_text(value: int | float | str | Decimal) -> str:
@@ -31,3 +32,15 @@ def decimal_text(value: int | float | str | Decimal) -> str:
         raise ValueError(f"not a finite number: {value!r}")
     text = format(number.normalize(), "f")
     return "0" if text == "-0" else text
+
+
+def rational_text(value: Fraction) -> str:
+    """The one spelling of an exact rational: decimal text when it has a finite decimal
+    expansion (``"1"``, ``"0.75"``), else the reduced fraction (``"2/3"``)."""
+    denominator = value.denominator
+    for prime in (2, 5):
+        while denominator % prime == 0:
+            denominator //= prime
+    if denominator == 1:
+        return decimal_text(Decimal(value.numerator) / Decimal(value.denominator))
+    return f"{value.numerator}/{value.denominator}"

@@ -359,8 +359,8 @@ def plans_of(run: RunView) -> dict[str, str]:
 
 
 def test_verdict_statuses_and_test_outcomes_become_plans() -> None:
-    assert plans_of(view("r", [verdict(5, "evaluated", "1.0")])) == {"verdict": "passed"}
-    assert plans_of(view("r", [verdict(5, "evaluated", "3/4")])) == {"verdict": "failed"}
+    assert plans_of(view("r", [verdict(5, "evaluated", "1")])) == {"verdict": "passed"}
+    assert plans_of(view("r", [verdict(5, "evaluated", "0.75")])) == {"verdict": "failed"}
     for status in ("timeout", "rejected", "not_submitted"):
         assert plans_of(view("r", [verdict(5, status)])) == {"verdict": "failed"}
     for status in ("infra_error", "no_grade"):
@@ -374,9 +374,15 @@ def test_verdict_statuses_and_test_outcomes_become_plans() -> None:
     mixed = view("r", [verdict(5, "evaluated", "0"), result(6, "a", "error"), result(7, "b", "skipped"),
                        result(8, "c", "passed"), result(9, "c", "failed")])
     assert plans_of(mixed) == {"a": "failed", "b": "no_grade", "c": "failed"}
-    # the verdict and its tests disagree: the tests decide, and the build says so
-    disagree = run_outcome(view("r", [verdict(5, "evaluated", "0"), result(6, "a", "passed")]))
-    assert disagree.build.passes is True and "the tests decide" in disagree.notes[0]
+    # the verifier refused what no single test shows (skips, a tampered report): its verdict stands
+    refused = run_outcome(view("r", [verdict(5, "evaluated", "0"), result(6, "a", "passed")]))
+    assert refused.build.passes is False and "the verdict decides" in refused.notes[0]
+    skipped = run_outcome(view("r", [verdict(5, "evaluated", "0"), result(6, "a", "skipped")]))
+    assert skipped.build.passes is False and plans_of(view("r", [verdict(5, "evaluated", "0"), result(6, "a", "skipped")])) == {
+        "a": "no_grade", "verdict": "failed"}
+    # a verdict of 1 with a failing test: the failing test decides
+    failing = run_outcome(view("r", [verdict(5, "evaluated", "1"), result(6, "a", "failed")]))
+    assert failing.build.passes is False and "the failing test decides" in failing.notes[0]
     # unjudged and task-less runs
     assert run_outcome(view("r", [result(6, "a", "passed")])).build is None
     taskless = run_outcome(view("r", [verdict(5, "evaluated", "1")], task=None))

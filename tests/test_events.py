@@ -222,3 +222,18 @@ def test_cli_schema_events_prints_the_schema() -> None:
     validator = jsonschema.Draft202012Validator(printed)
     assert validator.is_valid(small_run()[0])
     assert not validator.is_valid({**small_run()[0], "seq": "0"})
+
+
+@pytest.mark.parametrize(("reward", "ok"), [("1", True), ("0", True), ("0.75", True), ("2/3", True), ("-0.5", True),
+                                            ("1.0", False), ("2/2", False), ("4/6", False), ("1/4", False),
+                                            ("-0", False), ("0.50", False), ("1e0", False)])
+def test_rewards_have_one_spelling(reward: str, ok: bool) -> None:
+    """Equal rewards are equal text, so facts and analysis can compare them as text."""
+    from engine.events import AcceptanceVerdict
+
+    fields = dict(run_id="r", seq=1, event_id="e", actor="grader", verifier="v", status="evaluated", reward=reward)
+    if ok:
+        assert AcceptanceVerdict(**fields).reward == reward
+    else:
+        with pytest.raises(ValidationError, match="reward"):
+            AcceptanceVerdict(**fields)

@@ -185,3 +185,18 @@ def test_bradley_terry_input_errors_and_disconnected_players() -> None:
         bradley_terry([("a", "b", 2.0)])
     apart = bradley_terry([("a", "b", 1.0), ("a", "b", 0.0), ("c", "d", 1.0), ("c", "d", 0.5)], n_bootstrap=0)
     assert any("disconnected" in note for note in apart.notes)
+
+
+def test_exact_ties_survive_the_task_bootstrap() -> None:
+    """1/10 + 2/10 + 3/10 and 3/10 + 2/10 + 1/10 differ as floats; the groups must still tie."""
+    from fractions import Fraction as F
+
+    process = {("G1", "t1"): F(1, 10), ("G1", "t2"): F(2, 10), ("G1", "t3"): F(3, 10),
+               ("G2", "t1"): F(3, 10), ("G2", "t2"): F(2, 10), ("G2", "t3"): F(1, 10),
+               ("G3", "t1"): F(0), ("G3", "t2"): F(0), ("G3", "t3"): F(0)}
+    outcome = {("G1", "t1"): 0, ("G1", "t2"): 0, ("G1", "t3"): 1, ("G2", "t1"): 1, ("G2", "t2"): 1,
+               ("G2", "t3"): 0, ("G3", "t1"): 0, ("G3", "t2"): 0, ("G3", "t3"): 0}
+    result = rank_agreement_over_tasks(process, outcome, n_resamples=199)
+    assert result.ranks_a == (1.5, 1.5, 3.0)
+    assert result.flips == ()
+    assert round(result.kendall_tau_b.statistic, 6) == round(0.816496580927726, 6)

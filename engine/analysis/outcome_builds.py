@@ -13,8 +13,9 @@
   failed, ``timeout`` / ``rejected`` / ``not_submitted`` -> failed, ``infra_error`` / ``no_grade`` -> no
   grade (left out of both scores and listed, ViBench 2.0 Appendix C).
 * A check whose verdict is ``infra_error`` or ``no_grade`` grades nothing, so any tests it reported are no
-  grade too. A ``rejected`` or ``not_submitted`` product fails whatever its tests say: the verdict is added
-  as one more failed plan ``verdict``.
+  grade too. A ``timeout``, ``rejected`` or ``not_submitted`` product fails whatever its tests say: the
+  verdict is added as one more failed plan ``verdict``; so is an ``evaluated`` verdict below 1 whose tests
+  show no failure (skipped tests, a tampered report, a runner the submission broke: the verifier decides).
 * **Which tests belong to the last check.** procgrade's acceptance oracle links a check's tests and its
   verdict to the check's ``acceptance_started`` through ``parent_seq``: those tests, when any. Importers write
   the verdict first and its tests right after it, with no parent: the parentless tests after the last verdict,
@@ -142,15 +143,19 @@ def run_outcome(run: RunView) -> RunOutcome:
     elif not plans:
         plans = {VERDICT_PLAN: _verdict_result(verdict)}
     else:
-        if status in ("rejected", "not_submitted"):
+        if status in _FAILED_STATUSES:
             notes.append(f"verdict {status}: the product fails whatever its tests say (plan {VERDICT_PLAN!r} failed)")
             plans[VERDICT_PLAN if VERDICT_PLAN not in plans else f"{VERDICT_PLAN}:{status}"] = PlanResult.FAILED
         elif status == "evaluated":
             every_test_passes = all(r is not PlanResult.FAILED for r in plans.values())
-            if _accepted(verdict) != every_test_passes:
-                notes.append(f"verdict reward {verdict.reward} but "
-                             + ("every graded test passed" if every_test_passes else "a test failed")
-                             + ": the tests decide")
+            if every_test_passes and not _accepted(verdict):
+                # The verifier refused what no single test shows: skipped tests, a tampered report,
+                # a runner the submission broke. Its verdict stands.
+                notes.append(f"verdict reward {verdict.reward} although no graded test failed: "
+                             f"the verdict decides (plan {VERDICT_PLAN!r} failed)")
+                plans[VERDICT_PLAN if VERDICT_PLAN not in plans else f"{VERDICT_PLAN}:{status}"] = PlanResult.FAILED
+            elif _accepted(verdict) and not every_test_passes:
+                notes.append(f"verdict reward {verdict.reward} but a test failed: the failing test decides")
     cost, cost_note = run_cost(run)
     duration, duration_note = run_duration(run)
     notes.extend(n for n in (cost_note, duration_note) if n)
@@ -225,5 +230,5 @@ def _verdict_result(verdict: AcceptanceVerdict) -> PlanResult:
 
 
 def _accepted(verdict: AcceptanceVerdict) -> bool:
-    """An evaluated verdict with reward exactly 1 ("1", "1.0", "2/2")."""
+    """An evaluated verdict with reward exactly 1."""
     return verdict.status == "evaluated" and verdict.reward is not None and Fraction(verdict.reward) == 1

@@ -16,9 +16,11 @@ A rank flip is a pair of groups that score A orders one way and score B the othe
 
 from __future__ import annotations
 
+import math
 import warnings
-from collections.abc import Callable, Hashable, Mapping
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
+from fractions import Fraction
 from itertools import combinations
 from typing import Any, Literal
 
@@ -232,6 +234,25 @@ def rank_agreement(scores_a: Mapping[Hashable, float], scores_b: Mapping[Hashabl
                    interval_method=method, notes=notes)
 
 
+def _summable_grid(scores: Mapping[tuple[Hashable, Hashable], Any], groups: Sequence[Hashable],
+                   tasks: Sequence[Hashable]) -> tuple[np.ndarray, np.ndarray]:
+    """(group x task grid whose row sums order the groups exactly, exact group means as floats).
+
+    Scores are taken exactly (``Fraction``; a float at its binary value) and scaled by their common
+    denominator to integers, so sums of resampled cells are exact in float64 and two groups with
+    equal exact means tie in every resample. Grids too fine for that fall back to plain floats."""
+    try:
+        exact = [[Fraction(scores[g, t]) for t in tasks] for g in groups]
+    except (ValueError, OverflowError, TypeError):
+        raise ValueError("scores must be finite numbers") from None
+    means = np.array([float(sum(row, Fraction(0)) / len(tasks)) for row in exact])
+    common = math.lcm(*(v.denominator for row in exact for v in row))
+    scaled = [[v.numerator * (common // v.denominator) for v in row] for row in exact]
+    if max(abs(x) for row in scaled for x in row) * len(tasks) < 2**53:
+        return np.array(scaled, dtype=float), means
+    return np.array([[float(v) for v in row] for row in exact]), means
+
+
 def rank_agreement_over_tasks(scores_a: Mapping[tuple[Hashable, Hashable], float],
                               scores_b: Mapping[tuple[Hashable, Hashable], float], *,
                               seed: int | np.random.Generator = 0, n_resamples: int = 9999,
@@ -255,19 +276,19 @@ def rank_agreement_over_tasks(scores_a: Mapping[tuple[Hashable, Hashable], float
                          + (f" and {len(missing) - 5} more" if len(missing) > 5 else ""))
     if len(groups) < 2:
         raise ValueError("need at least two groups to rank")
-    grid_a = np.array([[float(scores_a[g, t]) for t in tasks] for g in groups])
-    grid_b = np.array([[float(scores_b[g, t]) for t in tasks] for g in groups])
-    if not (np.isfinite(grid_a).all() and np.isfinite(grid_b).all()):
-        raise ValueError("scores must be finite numbers")
+    grid_a, means_a = _summable_grid(scores_a, groups, tasks)
+    grid_b, means_b = _summable_grid(scores_b, groups, tasks)
     pairs = list(combinations(range(len(groups)), 2))
 
     def statistic(index: np.ndarray) -> np.ndarray:
+        # Sums, not means: every group sums the same resampled tasks, and ranks ignore the common
+        # divisor; exact grids keep equal sums equal, so ties stay ties.
         chosen = np.asarray(index, dtype=np.int64)
-        a, b = grid_a[:, chosen].mean(axis=1), grid_b[:, chosen].mean(axis=1)
+        a, b = grid_a[:, chosen].sum(axis=1), grid_b[:, chosen].sum(axis=1)
         same = [float(np.sign(a[i] - a[j]) == np.sign(b[i] - b[j])) for i, j in pairs]
         return np.concatenate([_both(a, b), same])
 
-    a, b = grid_a.mean(axis=1), grid_b.mean(axis=1)
+    a, b = means_a, means_b
     low, high, distribution, notes = _bootstrap((np.arange(len(tasks)),), statistic, paired=False,
                                                 n_resamples=n_resamples, confidence=confidence,
                                                 interval=interval, seed=seed)

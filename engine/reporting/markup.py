@@ -14,6 +14,7 @@ import re
 from fractions import Fraction
 from typing import Any
 
+from engine.analysis.outcome_metrics import format_percent
 from engine.scoring import display
 
 __all__ = ["NOT_AVAILABLE", "anchor", "esc", "fmt_interval", "fmt_num", "fmt_pct", "fmt_pct_interval"]
@@ -57,8 +58,12 @@ def fmt_num(value: Any, digits: int = 3) -> str:
 
 def fmt_pct(value: Any, digits: int = 1) -> str:
     """A proportion (0..1) as a percentage with ``digits`` decimals, without the sign (``-`` when missing)."""
+    if isinstance(value, Fraction):
+        return format_percent(value, digits)
     number = _finite(value)
-    return "-" if number is None else fmt_num(number * 100, digits)
+    # Rounded as the CLI and the interval columns round (half up, on the exact value), so a
+    # point and its interval never disagree in the last digit.
+    return "-" if number is None else format_percent(number, digits)
 
 
 def fmt_interval(low: Any, high: Any, digits: int = 3) -> str:

@@ -194,9 +194,11 @@ class EventStore:
     # --- reading -------------------------------------------------------------------------------
 
     def runs(self) -> list[RunInfo]:
+        """Every run, sorted by run id in code-point order (never the database's collation, which
+        differs between SQLite and PostgreSQL locales)."""
         with self.engine.connect() as conn:
-            rows = conn.execute(select(runs_table).order_by(runs_table.c.run_id)).all()
-        return [RunInfo(*row) for row in rows]
+            rows = conn.execute(select(runs_table)).all()
+        return sorted((RunInfo(*row) for row in rows), key=lambda info: info.run_id)
 
     def run(self, run_id: str) -> RunInfo:
         with self.engine.connect() as conn:
