@@ -361,3 +361,15 @@ def test_charts_escape_labels_and_skip_what_they_cannot_draw() -> None:
     forest = interval_chart([IntervalRow("a" * 80, 0.5, 0.4, 0.6, "50%")], title="t", axis_label="x")
     assert "\u2026" in forest and "a" * 80 in forest  # clipped on screen, whole in the tooltip
     assert interval_chart([], title="t", axis_label="x") == ""
+
+
+def test_percentages_round_like_their_intervals() -> None:
+    """1/16 is 6.25%: shown 6.3 as the interval column (half up on the exact value) shows it."""
+    from fractions import Fraction
+
+    from engine.analysis.outcome_metrics import format_percent
+    from engine.reporting.markup import fmt_pct
+
+    for value in (Fraction(1, 16), Fraction(5, 16), Fraction(1, 80), 0.0625, 1.0):
+        assert fmt_pct(value) == format_percent(value, 1)
+    assert fmt_pct(Fraction(1, 16)) == "6.3" and fmt_pct(None) == "-"
