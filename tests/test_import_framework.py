@@ -483,3 +483,60 @@ def test_cli_ingest_auto_names_the_format(toy: Any, tmp_path: Path) -> None:
     assert bad.exit_code == 2 and "unknown format 'nope'" in bad.output
     listed = CliRunner().invoke(app, ["formats"])
     assert listed.exit_code == 0 and "toy" in listed.output and "native" in listed.output
+
+
+# --- regressions found in review ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "secret"),
+    [
+        ('{\\"api_key\\": \\"Xk9pQ2rT7vLm3nB8wqZ4yy\\"}', "Xk9pQ2rT7vLm3nB8wqZ4yy"),  # JSON inside a string
+        ("Authorization: Basic dXNlcjpzM2NyM3RQYXNzd29yZA==", "dXNlcjpzM2NyM3RQYXNzd29yZA=="),
+        ("DATABASE_URL=postgres://admin:Xk9pQ2rT7vLm@db/app", "Xk9pQ2rT7vLm"),
+        ('DJANGO_SECRET_KEY="django-insecure-k9#p2@r7v!m3n8wq"', "k9#p2@r7v!m3n8wq"),
+    ],
+)
+def test_secret_forms_found_in_review_are_redacted(text: str, secret: str) -> None:
+    redacted, count = redact_text(text)
+    assert secret not in redacted and count >= 1, redacted
+
+
+@pytest.mark.parametrize("command", ["> out.txt", "x=1 > out.txt", "< in.txt", "2>&1", "cat <<< hi"])
+def test_commands_of_redirections_alone_do_not_crash(command: str) -> None:
+    effects = file_effects(command)
+    assert all(e.path not in ("<<<", "hi") for e in effects)
+    if command.endswith("out.txt"):
+        assert effects == [FileEffect("edit", "out.txt", "create")]
+
+
+def test_paths_have_one_spelling_relative_to_the_workspace(tmp_path: Path) -> None:
+    tree = tree_of_bytes("mem", {"x": b""})
+    builder = RunBuilder(tree, run_id="toy/x", format="toy", importer_version="1", files=["x"], workspace_root="/w/")
+    assert [builder.workspace_path(p) for p in ("/w/src/a.py", "/w//src/a.py", "./src/a.py", "src//a.py", "/w",
+                                                "/w/../etc/passwd")] == [
+        "src/a.py", "src/a.py", "src/a.py", "src/a.py", ".", "/etc/passwd"]
+
+
+def test_reimport_from_a_parent_folder_is_a_no_op(toy: Any, store: Any, tmp_path: Path) -> None:
+    write(tmp_path / "logs" / "day" / "a.toy.json", toy_doc())
+    first = ingest_paths(store, [tmp_path / "logs" / "day" / "a.toy.json"])
+    assert first.reports[0].result.appended == 6
+    again = ingest_paths(store, [tmp_path / "logs"])
+    assert [r.result.no_op for r in again.reports] == [True]
+
+
+def test_hidden_log_folders_are_read_but_dot_files_and_vcs_folders_are_not(toy: Any, tmp_path: Path) -> None:
+    write(tmp_path / ".claude" / "projects" / "a.toy.json", toy_doc())
+    write(tmp_path / ".git" / "b.toy.json", toy_doc(id="r2"))
+    write(tmp_path / ".c.toy.json", toy_doc(id="r3"))
+    assert open_tree(tmp_path).files() == [".claude/projects/a.toy.json"]
+
+
+def test_archive_members_with_one_name_are_refused(tmp_path: Path) -> None:
+    zipped = tmp_path / "dup.zip"
+    with zipfile.ZipFile(zipped, "w") as archive:
+        archive.writestr("logs/a.jsonl", "{}")
+        archive.writestr("logs/./a.jsonl", "{}")
+    with pytest.raises(InputError, match="a second archive member named 'logs/a.jsonl'"):
+        open_tree(zipped)

@@ -11,6 +11,7 @@ else's. :meth:`Importer.read` turns one unit into whole runs through a
 from __future__ import annotations
 
 import hashlib
+import posixpath
 import re
 from collections.abc import Sequence
 from typing import ClassVar, NamedTuple
@@ -64,7 +65,7 @@ class Importer:
         """A builder for the run ``<name>/<native_id>`` made from ``unit``'s files."""
         return RunBuilder(tree, run_id=run_id_for(self.name, native_id), format=self.name,
                           importer_version=self.version, files=list(files if files is not None else unit.files),
-                          workspace_root=workspace_root)
+                          workspace_root=workspace_root, base=posixpath.dirname(unit.primary))
 
 
 def run_id_for(format_name: str, native_id: str) -> str:

@@ -56,14 +56,18 @@ _TYPE_NAMES = {str: "a string", int: "an integer", bool: "a boolean", dict: "an 
 class Record:
     """One source record, redacted, with typed accessors that name the field on error."""
 
-    def __init__(self, tree: SourceTree, file: str, record: str, data: Any, native_id: str | None) -> None:
+    def __init__(self, tree: SourceTree, file: str, record: str, data: Any, native_id: str | None,
+                 place: str | None = None) -> None:
         self.tree, self.file, self.record, self.data, self.native_id = tree, file, record, data, native_id
+        #: ``file`` relative to the run's own folder: what ids and payloads name, so they do not
+        #: depend on how far up the tree the user pointed (``file`` stays for error messages).
+        self.place = place if place is not None else file
         self.first_seq: int | None = None
         self.held_by_start = False
 
     @property
     def where(self) -> str:
-        return f"{self.file}:{self.record}"
+        return f"{self.place}:{self.record}"
 
     def error(self, field: str | None, reason: str) -> InputError:
         return InputError(self.tree.label(self.file), self.record, field, reason)
@@ -204,13 +208,16 @@ class RunBuilder:
     """Collects one run's events; :meth:`build` validates the contract and returns them."""
 
     def __init__(self, tree: SourceTree, *, run_id: str, format: str, importer_version: str,
-                 files: Sequence[str], workspace_root: str | None = None) -> None:
+                 files: Sequence[str], workspace_root: str | None = None, base: str = "") -> None:
         self.tree = tree
+        self.base = base.strip("/")
         self.run_id = run_id
         self.format = format
         self.importer_version = importer_version
         self.files = list(files)
-        self.workspace_root = workspace_root.rstrip("/") if workspace_root else None
+        self.workspace_root = posixpath.normpath(workspace_root) if workspace_root else None
+        if self.workspace_root == "/":
+            self.workspace_root = None
         self.redactor = Redactor()
         self.stage: int | None = None
         self._records: list[Record] = []
@@ -221,6 +228,10 @@ class RunBuilder:
         self._start_sources: list[Record] = []
         self._made_from: dict[int, int] = {}  # id(record) -> events made from it so far
         self._unparsed = 0
+
+    def place_of(self, rel: str) -> str:
+        """``rel`` (tree-relative) as seen from the run's folder."""
+        return rel[len(self.base) + 1:] if self.base and rel.startswith(self.base + "/") else rel
 
     def add_file(self, rel: str) -> None:
         """A file found while reading (a continuation, a sub-trajectory): listed on the run once."""
@@ -233,7 +244,7 @@ class RunBuilder:
         """Take a source record in: redacted now, and owed at least one event."""
         data = self.redactor.value(raw)
         ident = None if native_id is None else str(native_id)
-        rec = Record(self.tree, file, str(record), data, ident)
+        rec = Record(self.tree, file, str(record), data, ident, self.place_of(file))
         self._records.append(rec)
         return rec
 
@@ -336,7 +347,8 @@ class RunBuilder:
         """A malformed record the format tolerates: kept as text, counted on the run."""
         rec = self.record(file, record, {"text": text})
         self._unparsed += 1
-        return self.add("unparsed", actor="system", source=rec, ts=ts, reason=reason, record=rec.where)
+        return self.add("unparsed", actor="system", source=rec, ts=ts, reason=self.redactor.text(reason),
+                        record=rec.where)
 
     def outcome(self, kind: str, *, source: Record | Sequence[Record], actor: str = "grader",
                 ts: str | None = None, parent: int | None = None, **fields: Any) -> None:
@@ -365,7 +377,8 @@ class RunBuilder:
                               f"first {unused[0].where}: every record must be kept (keep() if it means nothing)")
         start = dict(self._start)
         start_sources = self._start_sources
-        imported = {"format": self.format, "importer_version": self.importer_version, "files": self.files,
+        imported = {"format": self.format, "importer_version": self.importer_version,
+                    "files": [self.place_of(f) for f in self.files],
                     "records": len(self._records), "unparsed": self._unparsed, "redactions": self.redactor.count}
         first = self._validate("run_started", 0, "harness", start_sources, start.pop("ts"), None, None,
                                {**start, "imported": imported}, allow_no_source=True)
@@ -391,7 +404,7 @@ class RunBuilder:
     def _payload(self, sources: list[Record], seq: int) -> dict[str, Any]:
         cited = []
         for rec in sources:
-            entry: dict[str, Any] = {"file": rec.file, "record": rec.record}
+            entry: dict[str, Any] = {"file": rec.place, "record": rec.record}
             if rec.native_id is not None:
                 entry["id"] = rec.native_id
             if rec.first_seq is None or (seq == 0 and rec.held_by_start):
@@ -436,12 +449,17 @@ class RunBuilder:
     def workspace_path(self, path: str) -> str:
         """``path`` relative to the workspace root when it lies under it (tools log absolute
         paths, shell commands relative ones: one spelling lets rules match them)."""
+        if not path:
+            return path
+        normal = posixpath.normpath(path)
+        if normal.startswith("//"):  # POSIX normpath keeps a leading "//"
+            normal = "/" + normal.lstrip("/")
         root = self.workspace_root
-        if root and path.startswith(root + "/"):
-            return posixpath.normpath(path[len(root) + 1:])
-        if root and path == root:
+        if root and normal == root:
             return "."
-        return path
+        if root and normal.startswith(root + "/"):
+            return normal[len(root) + 1:]
+        return normal
 
 
 def _as_records(source: Record | Sequence[Record]) -> list[Record]:

@@ -84,9 +84,11 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from engine.errors import InputError
 from engine.exact import decimal_text
 from engine.importers.base import Importer, Unit, register
 from engine.importers.building import ImportedRun, Record, RunBuilder, timestamp
+from engine.importers.redaction import Redactor
 from engine.importers.shell import exit_code_from_text
 from engine.importers.source_tree import SourceTree, strict_json
 
@@ -263,6 +265,9 @@ class _Reader:
         for rel in unit.companions:
             base = posixpath.basename(rel)
             if (m := _SUBAGENT_FILE.match(base)) is not None:
+                if m.group(1) in self.transcripts:  # flat and subagents/ layouts both name this agent
+                    raise InputError(tree.label(rel), None, None, f"a second transcript of sub-agent {m.group(1)!r} "
+                                     f"(also {tree.label(self.transcripts[m.group(1)].file)})")
                 self.transcripts[m.group(1)] = _Transcript(m.group(1), rel, [])
             elif (m := _SUBAGENT_META.match(base)) is not None:
                 metas.append((m.group(1), rel))
@@ -331,7 +336,8 @@ class _Reader:
             except ValueError as exc:
                 lines.append(_Line(rel, number, text, bad=f"invalid JSON: {exc}"))
                 continue
-            lines.append(_Line(rel, number, text, value=value, bad=_shape_problem(value)))
+            # the reason quotes the value: describe the redacted value, never the raw one
+            lines.append(_Line(rel, number, text, value=value, bad=_shape_problem(Redactor().value(value))))
         return lines
 
     def _register(self, lines: list[_Line]) -> None:
@@ -619,7 +625,8 @@ class _Reader:
             elif line.type == "assistant" and not _is_synthetic(line):
                 acted = True
                 message = line.data["message"]
-                ended = stops.get(message.get("id"), message.get("stop_reason")) == "end_turn"
+                ended = stops.get(line.rec.get("message.id", str, required=False),  # type: ignore[union-attr]
+                                  message.get("stop_reason")) == "end_turn"
                 for index, block, _ in _blocks(line):
                     if block["type"] == "text" and isinstance(block.get("text"), str) and block["text"].strip():
                         candidate = (line, index, ended)

@@ -286,7 +286,7 @@ def _parse_output(output: Any) -> _Result:
         seconds = meta.get("duration_seconds")
         body = _text_of(data.get("output")) if "output" in data else _text_of(data)
         duration = None
-        if isinstance(seconds, (int, float)) and not isinstance(seconds, bool) and seconds >= 0:
+        if isinstance(seconds, (int, float)) and not isinstance(seconds, bool) and 0 <= seconds <= 10**9:
             duration = int(round(seconds * 1000))
         return _Result(body, code if isinstance(code, int) and not isinstance(code, bool) else None, duration)
     text = _text_of(output)
@@ -300,7 +300,7 @@ def _parse_output(output: Any) -> _Result:
             break
     code = exit_code_from_text(header)
     wall = _WALL_TIME.search(header)
-    duration = int(round(float(wall.group(1)) * 1000)) if wall else None
+    duration = int(round(float(wall.group(1)) * 1000)) if wall and float(wall.group(1)) <= 10**9 else None
     running = _RUNNING.search(header) if code is None else None
     return _Result(body, code, duration, running.group(1) if running else None)
 

@@ -212,6 +212,11 @@ def linked_trajectory_files(tree: SourceTree, rel: str) -> list[str]:
     return found
 
 
+def _list(value: Any) -> list[Any]:
+    """``value`` when it is a list, else [] (sniffing and look-ahead never raise; read() reports the field)."""
+    return value if isinstance(value, list) else []
+
+
 def _referenced_paths(doc: dict[str, Any]) -> list[str]:
     paths: list[str] = []
     if isinstance(doc.get("continued_trajectory_ref"), str):
@@ -219,15 +224,15 @@ def _referenced_paths(doc: dict[str, Any]) -> list[str]:
     docs = [doc]
     while docs:
         current = docs.pop(0)
-        for step in current.get("steps") or []:
+        for step in _list(current.get("steps")):
             observation = step.get("observation") if isinstance(step, dict) else None
             results = observation.get("results") if isinstance(observation, dict) else None
-            for result in results or []:
+            for result in _list(results):
                 refs = result.get("subagent_trajectory_ref") if isinstance(result, dict) else None
-                for ref in refs or []:
+                for ref in _list(refs):
                     if isinstance(ref, dict) and isinstance(ref.get("trajectory_path"), str):
                         paths.append(ref["trajectory_path"])
-        for sub in current.get("subagent_trajectories") or []:
+        for sub in _list(current.get("subagent_trajectories")):
             if isinstance(sub, dict):
                 docs.append(sub)
     return paths
@@ -237,10 +242,10 @@ def workspace_of(doc: Any) -> str:
     """The task's working directory: the cwd of the first terminal prompt in the
     observations, else the Harbor convention ``/app``."""
     if isinstance(doc, dict):
-        for step in doc.get("steps") or []:
+        for step in _list(doc.get("steps")):
             observation = step.get("observation") if isinstance(step, dict) else None
             results = observation.get("results") if isinstance(observation, dict) else None
-            for result in results or []:
+            for result in _list(results):
                 if isinstance(result, dict):
                     m = _PROMPT_CWD.search(_content_text(result.get("content")))
                     if m and m.group(1) not in ("", "/"):

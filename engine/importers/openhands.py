@@ -46,6 +46,7 @@ import json
 import posixpath
 import re
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from engine.errors import InputError
@@ -453,7 +454,10 @@ def _session_id(tree: SourceTree, folder: str) -> str:
         parts = parts[:-1]
     if parts:
         return parts[-1]
-    root = [p for p in tree.label_root.replace("\\", "/").split("/") if p]
+    label = tree.label_root
+    if Path(label).exists():  # "." or "events" as typed: name the session by where it is
+        label = Path(label).resolve().as_posix()
+    root = [p for p in label.replace("\\", "/").split("/") if p]
     if len(tree.selected) == 1 and root and root[-1] == tree.selected[0]:
         root = root[:-1]  # a single selected file: the tree's label is the file
     if root and root[-1] == "events":
@@ -1117,7 +1121,8 @@ class _V1Mapper:
         for index, rec in enumerate(self.items):
             if not isinstance(rec, Record) or rec.data.get("kind") != "ObservationEvent":
                 continue
-            target = actions.get(rec.data.get("action_id"))  # type: ignore[arg-type]
+            action_id = rec.get("action_id", str, required=False)
+            target = actions.get(action_id) if action_id is not None else None
             if target is None:
                 call = rec.data.get("tool_call_id")
                 target = by_call.get(call) if isinstance(call, str) else None

@@ -40,6 +40,9 @@ _TOKENS = re.compile("|".join(f"(?:{pattern})" for _, pattern in _TOKEN_PATTERNS
 
 # "Bearer <token>" (Authorization headers), whatever the token looks like.
 _BEARER = re.compile(r"(?i)(\bbearer\s+)([A-Za-z0-9._~+/=-]{16,})")
+# "Authorization: Basic <base64>" and credentials in URLs (scheme://user:password@host).
+_BASIC = re.compile(r"(?i)(\bbasic\s+)([A-Za-z0-9+/]{12,}={0,2})")
+_URL_CREDENTIALS = re.compile(r"(?i)(\b[a-z][a-z0-9+.-]*://[^/\s:@]+:)([^/\s@]{4,})(?=@)")
 
 # NAME=value / NAME: value / "name": "value" where the name says secret.
 _SECRET_NAME = r"[A-Za-z0-9_.-]*(?:api[_-]?key|secret|token|passw(?:or)?d|access[_-]?key|private[_-]?key|auth)[A-Za-z0-9_.-]*"
@@ -48,8 +51,8 @@ _SECRET_NAME = r"[A-Za-z0-9_.-]*(?:api[_-]?key|secret|token|passw(?:or)?d|access
 _ASSIGNMENT = re.compile(
     r"""(?ix)
     (?P<name>(?:api[_-]?key|secret|token|passw(?:or)?d|access[_-]?key|private[_-]?key|auth)
-             [A-Za-z0-9_.-]*["']?\s*[=:]\s*["']?)
-    (?P<value>[A-Za-z0-9_+/=.~-]{16,})
+             [A-Za-z0-9_.-]*(?:\\*["'])?\s*[=:]\s*(?:\\*["'])?)
+    (?P<value>(?<=["'])[^\s"'\\]{16,}|[A-Za-z0-9_+/=.~-]{16,})
     """
 )
 _SECRET_KEY = re.compile(r"(?i)^" + _SECRET_NAME + r"$")
@@ -103,6 +106,10 @@ def redact_text(text: str) -> tuple[str, int]:
         text = _TOKENS.sub(token, text)
     if "bearer" in lowered:
         text = _BEARER.sub(bearer, text)
+    if "basic" in lowered:
+        text = _BASIC.sub(bearer, text)
+    if "://" in text:
+        text = _URL_CREDENTIALS.sub(bearer, text)
     if any(word in lowered for word in _NAME_WORDS):
         text = _ASSIGNMENT.sub(assignment, text)
     return text, count
@@ -146,7 +153,7 @@ _NAME_WORDS = ("key", "secret", "token", "passw", "auth")
 # Every pattern above needs one of these (lower-cased) in the string, and at least this many
 # characters: a string without them is left alone without running the regexes (most are).
 _MARKERS = ("sk-", "sk_", "rk_", "akia", "asia", "abia", "acca", "ghp_", "gho_", "ghu_", "ghs_", "ghr_",
-            "github_pat_", "glpat-", "aiza", "xox", "hf_", "gsk_", "eyj", "private key", "bearer", "key",
+            "github_pat_", "glpat-", "aiza", "xox", "hf_", "gsk_", "eyj", "private key", "bearer", "basic", "://", "key",
             "secret", "token", "passw", "auth")
 _SHORTEST_SECRET = 15  # "xoxb-" and ten characters
 

@@ -98,11 +98,13 @@ def _simple_command_effects(words: list[str]) -> list[FileEffect]:
                     effects.append(FileEffect("edit", target, "modify" if ">>" in word else "create"))
             index += 2
             continue
-        if word == "<<" or word == "<<-":
+        if word in ("<<", "<<-", "<<<"):
             index += 2
             continue
         operands.append(word)
         index += 1
+    if not operands:  # "> file", "< in": redirections only, no program
+        return effects
     program, args = operands[0].rsplit("/", 1)[-1], operands[1:]
     effects = _program_effects(program, args) + effects
     return effects

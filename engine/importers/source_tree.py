@@ -209,26 +209,33 @@ def open_tree(path: Path | str) -> SourceTree:
 
 def _walk(root: Path) -> Iterator[Path]:
     for entry in sorted(root.rglob("*")):
-        if entry.is_file() and not any(part.startswith(".") for part in entry.relative_to(root).parts):
+        if entry.is_file() and not _hidden(entry.relative_to(root).as_posix()):
             yield entry
 
 
 def _archive_members(path: Path) -> dict[str, bytes]:
     label = str(path)
     members: dict[str, bytes] = {}
+
+    def add(name: str, read: Callable[[], bytes]) -> None:
+        normal = _member_name(label, name)
+        if normal in members:  # one would silently replace the other
+            raise InputError(f"{label}!{name}", None, None, f"a second archive member named {normal!r}")
+        members[normal] = read()
+
     try:
         if path.name.lower().endswith(".zip"):
             with zipfile.ZipFile(path) as archive:
                 for info in archive.infolist():
                     if not info.is_dir():
-                        members[_member_name(label, info.filename)] = archive.read(info)
+                        add(info.filename, lambda info=info: archive.read(info))
         else:
             with tarfile.open(path) as archive:
                 for member in archive.getmembers():
                     if member.isfile():
                         handle = archive.extractfile(member)
                         assert handle is not None
-                        members[_member_name(label, member.name)] = handle.read()
+                        add(member.name, handle.read)
     except (zipfile.BadZipFile, tarfile.TarError, EOFError, OSError) as exc:
         raise InputError(label, None, None, f"unreadable archive: {exc}") from exc
     return {name: members[name] for name in sorted(members) if not _hidden(name)}
@@ -241,8 +248,14 @@ def _member_name(label: str, name: str) -> str:
     return normal
 
 
+_JUNK_DIRS = {".git", ".hg", ".svn", "__MACOSX", ".venv", ".tox", ".cache", ".pytest_cache", ".ruff_cache"}
+
+
 def _hidden(name: str) -> bool:
-    return any(part.startswith(".") or part == "__MACOSX" for part in name.split("/"))
+    """Dot files and VCS/OS junk; hidden *directories* such as ``.claude/`` and ``.codex/``
+    (where Claude Code and Codex keep their logs) are read."""
+    *folders, base = name.split("/")
+    return base.startswith(".") or any(part in _JUNK_DIRS for part in folders)
 
 
 def tree_of_bytes(label: str, files: dict[str, bytes]) -> SourceTree:

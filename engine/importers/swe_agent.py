@@ -567,7 +567,7 @@ class SweAgentImporter(Importer):
 
         def command() -> None:
             seconds = step.get("execution_time", (int, float, type(None)), required=False)
-            duration = int(round(seconds * 1000)) if isinstance(seconds, (int, float)) and seconds >= 0 else None
+            duration = int(round(seconds * 1000)) if isinstance(seconds, (int, float)) and 0 <= seconds <= 10**9 else None
             b.command(action.strip(), actor="agent", source=sources, output=observation,
                       exit_code=exit_code_from_text(observation), duration_ms=duration, cwd=state.cwd)
 

@@ -253,7 +253,7 @@ class TerminalBenchImporter(Importer):
                 continue
             try:
                 keys = ast.literal_eval(raw)
-            except (ValueError, SyntaxError, MemoryError, RecursionError) as exc:
+            except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError) as exc:
                 lines.append((number, raw, None, f"not a key list: {type(exc).__name__}"))
                 continue
             if not isinstance(keys, list) or not all(isinstance(k, str) for k in keys):
