@@ -16,24 +16,30 @@ Statuses, kept apart (``acceptance_verdict.status``):
     the number of tests equals ``expected_test_count`` when the manifest gives it, and
     every test visible in the test files' text was reported. Otherwise ``"0"``.
 ``rejected``
-    The static scan found a banned import or a runner shadow; no test was injected or
-    run. Reward ``"0"``.
+    The static scan found a banned import, compiled code it cannot read, a link out of the
+    workspace, or a runner shadow (:mod:`oracles.denylist`); no test was injected or run.
+    Reward ``"0"``.
 ``not_submitted``
-    The task requires a submit marker and it is missing or wrong. Reward ``"0"``.
+    The task requires a submit marker and it is missing, wrong, or not a regular file (a
+    link in the workspace, a FIFO or a device is no submission: the marker is checked with
+    ``lstat``, opened ``O_NONBLOCK | O_NOFOLLOW`` and read only up to the expected length,
+    so it cannot hang the judge). Reward ``"0"``.
 ``timeout``
     The test command exceeded ``judge_timeout_sec`` and was killed. Reward ``"0"``.
 ``infra_error``
     The judge could not judge ("judge error: ..."), no reward: the sandbox could not be
-    set up; or the report lists no hidden test at all, not even a collection error
-    (only the suite or the command can do that: zero tests is never a pass); or the
-    runner produced no usable report *and* does the same on an empty workspace. When
-    the same command reports normally on an empty workspace, the submission caused the
-    missing report (it crashed, killed or hijacked the runner) and the status is
-    ``evaluated`` with reward ``"0"``: a submission cannot turn its failure into an
-    infrastructure error by killing the runner.
+    set up; or the runner produced no usable report, or a report listing no hidden test
+    at all (zero tests is never a pass), *and* does the same on an empty workspace. When
+    the same command reports normally on an empty workspace, the submission caused it (it
+    crashed, killed or hijacked the runner, or stopped it during collection, e.g. with
+    ``raise KeyboardInterrupt`` on import) and the status is ``evaluated`` with reward
+    ``"0"``: a submission cannot turn its failure into an infrastructure error. (A suite
+    whose text defines no test is always the judge's fault; a command that deselects
+    every test looks like a broken submission here, and ``procgrade task validate``
+    catches it: the reference control then gets reward 0.)
 
 Trust model of the report: the tested code runs inside the test process, so code
-written to subvert pytest in memory could forge results; no in-process runner
+written to subvert pytest in memory can forge results; no in-process runner
 prevents that (Zero2Repo's judge has the same limit). What the judge does prevent:
 reports or reward files planted anywhere (only the judge's own report channel is
 read, and everything written to it during the run is read, so an extra write before
@@ -41,22 +47,32 @@ or after pytest's own makes it unreadable), runner shadowing (rejected), tamperi
 with the injected tests (read-only to the tested code), and reports that do not
 match the suite (foreign, duplicate or missing tests, wrong count).
 
-And each judgement adds a *canary*: one extra test module, named at random,
-holding one test that must fail. An honest run reports it failed (so pytest exits
-1, and "the runner exited cleanly" means: exit status 1 with the canary as the only
-failure). Code that forces results to "passed" (a patched report class, a report
-generated from the test files it can see, an early exit with status 0) reports
-the canary passed, leaves it out, or exits 0, and gets reward 0. The canary is not
-a hidden test: it is not counted, not hashed into ``suite_sha256`` and has no
-``test_result`` event; ``details.canary`` records its outcome.
+And each judgement adds a *canary*: one extra test module holding one test that must
+fail. An honest run reports it failed (so pytest exits 1, and "the runner exited
+cleanly" means: exit status 1 with the canary as the only failure). Code that forces
+results to "passed" without telling tests apart (a patched report class, a report
+generated from the test files it can see, an early exit with status 0) reports the
+canary passed, leaves it out, or exits 0, and gets reward 0. The canary is named like
+an ordinary test, ``test_<10 random letters>.py::test_<10 random letters>`` (never a
+name of the suite), is put at a random place among the hidden test files on the command
+line, and its body is one of a few ordinary comparisons of random values that fail, with
+no docstring or word naming the judge: no fixed name or text gives it away. This is a
+mitigation, not a proof: code written against this judge, which knows the hidden suite's
+file names or guesses the canary from what it sees in the running process, can spare
+it and forge the rest, and still get reward 1. The canary is not a hidden test: it is
+not counted, not hashed into ``suite_sha256`` and has no ``test_result`` event;
+``details.canary`` records its outcome.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import hashlib
+import os
 import secrets
 import signal
+import stat
+import string
 import tempfile
 import time
 from collections.abc import Sequence
@@ -161,10 +177,12 @@ class _Judgement:
         self.details: dict[str, Any] = {"milestone": task.milestone, "timeout_sec": self.timeout}
         if task.tests.expected_test_count is not None:
             self.details["expected_test_count"] = task.tests.expected_test_count
-        token = secrets.token_hex(6)
-        text = _CANARY.format(token=token, a=secrets.randbelow(10**9), b=10**9 + secrets.randbelow(10**9))
-        self.canary = SuiteFile(f"zz_procgrade_canary_{token}.py", text.encode(), True)
-        self.canary_id = f"{self.canary.name}::test_canary_{token}"
+        module, function = _canary_names(task)
+        self.canary = SuiteFile(f"{module}.py", _canary_text(function).encode(), True)
+        self.canary_id = f"{self.canary.name}::{function}"
+        files = list(task.tests.test_files)
+        files.insert(secrets.randbelow(len(files) + 1), self.canary.name)
+        self._test_files = files
 
     def result(self, status: str, reward: str | None, explanation: str, **fields: Any) -> JudgeResult:
         if self.workspace_sha is None:
@@ -186,7 +204,8 @@ class _Judgement:
 
     @property
     def test_files(self) -> list[str]:
-        return [*self.task.tests.test_files, self.canary.name]
+        """The hidden test files with the canary at a random place among them."""
+        return list(self._test_files)
 
     def spec(self) -> RunSpec:
         hide = [self.task.root]
@@ -198,28 +217,92 @@ class _Judgement:
                        test_files=self.test_files, timeout_sec=self.timeout, hide=hide)
 
 
-_CANARY = '''"""procgrade acceptance canary, not a hidden test: the judge requires that it fails."""
+def _random_name() -> str:
+    return "test_" + "".join(secrets.choice(string.ascii_lowercase) for _ in range(10))
 
 
-def test_canary_{token}():
-    assert {a} == {b}, "procgrade canary: this test must fail"
-'''
+def _canary_names(task: Task) -> tuple[str, str]:
+    """A random module name that is no name of the suite (no file, folder or module stem of
+    it, compared without case) and a random test function name."""
+    taken: set[str] = set()
+    for f in task.suite:
+        for part in f.name.split("/"):
+            taken.update({part.lower(), part.rsplit(".", 1)[0].lower()})
+    while True:
+        module = _random_name()
+        if module not in taken:
+            return module, _random_name()
+
+
+def _canary_text(function: str) -> str:
+    """An ordinary-looking test that fails: one of a few comparisons of random values, with no
+    docstring, comment or word that names the judge."""
+    r = secrets.randbelow
+    a, b = 2 + r(10**6), 2 + r(10**6)
+    forms = [
+        f"def {function}():\n    assert {a} + {b} == {a + b + 1 + r(97)}\n",
+        (f"def {function}():\n    values = [{a}, {a + 1 + r(500)}, {a + 600 + r(500)}]\n"
+         f"    assert sorted(values) == values[::-1]\n"),
+        f"def {function}():\n    text = {format(a, 'x')!r}\n    assert text.upper() == {format(a, 'x') + 'g'!r}\n",
+        f"def {function}():\n    left, right = {a}, {b}\n    assert left * right == {a * b - 1 - r(97)}\n",
+    ]
+    return forms[r(len(forms))]
+
+
+def _read_marker(path: Path, follow: bool, limit: int) -> bytes | str:
+    """At most ``limit`` bytes of the marker, or why it is no submission. Only a regular file
+    counts: it is checked with ``lstat`` (``stat`` for a file the caller named, which may be
+    a link) before it is opened, opened with ``O_NONBLOCK`` (and ``O_NOFOLLOW`` in the
+    workspace) and checked again with ``fstat``, so a FIFO, a device or a link to one can
+    neither hang the judge nor be opened."""
+    try:
+        st = os.stat(path, follow_symlinks=follow)
+        if not stat.S_ISREG(st.st_mode):
+            return f"the submit marker {path} is not a regular file"
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC | (0 if follow else os.O_NOFOLLOW))
+    except FileNotFoundError:
+        return f"the submit marker {path} does not exist"
+    except OSError as exc:
+        return f"the submit marker {path} cannot be read: {exc}"
+    try:
+        fst = os.fstat(fd)
+        if not stat.S_ISREG(fst.st_mode) or (fst.st_dev, fst.st_ino) != (st.st_dev, st.st_ino):
+            return f"the submit marker {path} is not a regular file"
+        chunks, size = [], 0
+        while size < limit:
+            block = os.read(fd, limit - size)
+            if not block:
+                break
+            chunks.append(block)
+            size += len(block)
+        return b"".join(chunks)
+    except OSError as exc:
+        return f"the submit marker {path} cannot be read: {exc}"
+    finally:
+        os.close(fd)
 
 
 def _submission_problem(task: Task, workspace: Path, submit_file: Path | None) -> str | None:
+    """Why the workspace is not submitted, if it is not. The marker must be a regular file (a
+    link in the workspace, a FIFO or a device is no submission) holding exactly the
+    manifest's content, optionally followed by one line ending (at most two of ``\\r``, ``\\n``)."""
     marker = task.manifest.submit_marker
     if marker is None:
         return None
     path = submit_file if submit_file is not None else workspace / marker.path
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return f"no submission: the submit marker {path} does not exist (the hidden tests were not run)"
-    except (OSError, UnicodeDecodeError) as exc:
-        return f"no submission: the submit marker {path} cannot be read: {exc}"
-    if text.rstrip("\r\n") != marker.content:
+    want = marker.content.encode("utf-8")
+    data = _read_marker(Path(path), submit_file is not None, len(want) + 3)
+    if isinstance(data, str):
+        return f"no submission: {data} (the hidden tests were not run)"
+    rest = data[len(want):]
+    if not data.startswith(want) or len(rest) > 2 or rest.strip(b"\r\n"):
         return f"no submission: the submit marker {path} does not hold {marker.content!r} (the hidden tests were not run)"
     return None
+
+
+_FINDING_KINDS = (("shadow", "runner shadow(s) at the workspace root"), ("import", "banned import(s)"),
+                  ("compiled", "compiled module(s) the scan cannot read"), ("link", "link(s) out of the workspace"),
+                  ("limit", "workspace(s) too large to scan"))
 
 
 def judge(task: Task, workspace: str | Path, sandbox: Sandbox, *, submit_file: str | Path | None = None,
@@ -240,17 +323,18 @@ def judge(task: Task, workspace: str | Path, sandbox: Sandbox, *, submit_file: s
                                       **({"left_out": loaded.left_out[:20]} if loaded.left_out else {})}
             shadows = find_shadows(loaded.path, sb.runner_modules())
             scanned = scan_imports(loaded.path, task.denylist.import_ban)
-            findings = [str(f) for f in shadows] + [str(f) for f in scanned.findings]
+            found = [*shadows, *scanned.findings]
+            findings = [str(f) for f in found]
             scan = ScanSummary("rejected" if findings else "passed", scanned.files_scanned, findings)
-            j.details["scan"] = {"skipped_third_party_files": scanned.skipped_files,
-                                 **({"unparsed": scanned.unparsed[:20]} if scanned.unparsed else {})}
+            if scanned.unparsed:
+                j.details["scan"] = {"unparsed": scanned.unparsed[:20]}
             j.details["sandbox"] = sb.details
             if findings:
                 what = []
-                if shadows:
-                    what.append(f"{len(shadows)} runner shadow(s) at the workspace root")
-                if scanned.findings:
-                    what.append(f"{len(scanned.findings)} banned import(s)")
+                for kind, label in _FINDING_KINDS:
+                    n = sum(1 for f in found if f.kind == kind)
+                    if n:
+                        what.append(f"{n} {label}")
                 return j.result("rejected", "0", f"rejected before any test ran: {' and '.join(what)}: "
                                 + "; ".join(findings[:_LIST]) + (" ..." if len(findings) > _LIST else ""), scan=scan)
             sb.inject_tests(j.injected)
@@ -345,11 +429,15 @@ def _decide(j: _Judgement, scan: ScanSummary, outcome: RunOutcome) -> JudgeResul
             hidden = [c for c in [*report.cases, *report.collection_errors, *report.collection_skipped]
                       if c.file != j.canary.name]
             if not hidden and not report.foreign:
-                # Only the suite or the command can make pytest collect nothing from the hidden
-                # test files (a workspace that fails to import shows up as collection errors).
+                # pytest collected nothing from the hidden test files: the suite or the command
+                # (a judge fault), or a submission that stopped the runner during collection
+                # (``raise KeyboardInterrupt`` on import). A suite whose text defines no test is
+                # the judge's fault whatever the workspace; otherwise the empty workspace tells.
                 j.details["canary"] = next((c.outcome for c in report.cases if c.file == j.canary.name), "not run")
-                return j.result("infra_error", None, f"judge error: no test ran: the report lists no hidden test "
-                                f"({_exit_text(outcome.exit_code)})", **common)
+                broken = f"no test ran: the report lists no hidden test ({_exit_text(outcome.exit_code)})"
+                if _static_ids(task) == set():
+                    return j.result("infra_error", None, f"judge error: {broken}, and the hidden test files "
+                                    "define none", **common)
     if broken is not None:
         works, why = _runner_sanity(j)
         j.details["runner_sanity"] = why

@@ -1,20 +1,30 @@
 """The static scan run on a submitted workspace before any hidden test is injected.
 
-Two checks, both on the judged copy of the workspace, both without running any of
-its code:
+Checks on the judged copy of the workspace (:func:`~oracles.sandbox.copy_workspace`: bytecode
+caches and a top-level virtualenv are not copied, so they are neither scanned nor reachable
+in the sandbox), all without running any of its code:
 
-- **imports** (:func:`scan_imports`): every ``*.py`` file of the workspace's own code
-  is parsed with :mod:`ast` (never imported) and each imported module is matched
+- **imports** (:func:`scan_imports`): every ``*.py`` file of the copy, wherever it lies
+  (``node_modules``, ``site-packages``, a folder holding ``pyvenv.cfg``, dot-folders: the
+  tested code can put any folder on ``sys.path`` at run time, so everything copied is its own
+  code), is parsed with :mod:`ast` (never imported) and each imported module is matched
   against the task's ``import_ban``. An entry ``E`` matches module ``M`` when
   ``M == E`` or ``M`` starts with ``E + "."``. Seen: ``import a.b`` (``a.b``),
   ``from a.b import c`` (``a.b`` and ``a.b.c``), ``__import__("x")``,
   ``importlib.import_module("x")`` (also through ``from importlib import
   import_module [as alias]`` and ``import importlib as alias``) when the name is a
   string literal; relative imports are the workspace's own. Not seen (a static scan's
-  limit): names built at run time, ``exec`` of text, compiled extension modules.
-  "Own code" leaves out third-party trees the workspace may hold: virtualenvs
-  (a folder with ``pyvenv.cfg``), ``site-packages``/``dist-packages``,
-  ``node_modules`` and ``.git``; they are not on the judge's import path.
+  limit): names built at run time, ``exec`` of text, code loaded from files of other
+  names (``zipimport`` of an archive put on ``sys.path``, ``ctypes`` loading a library).
+- **code the scan cannot read** (findings too, so the workspace is rejected): compiled
+  modules Python would import from the workspace (sourceless bytecode ``*.pyc``, and
+  ``*.pyo``, extension modules ``*.so`` / ``*.cpython-*.so`` / ``*.abi3.so``, ``*.pyd``)
+  outside ``__pycache__`` (caches are not copied); and links leading out of the workspace:
+  an absolute link, or a relative one that climbs out (followed only while it stays
+  inside). Through such a link the tested code would import what the scan never saw, and
+  on the local back-end reach the host. Links are never followed out of the workspace and
+  links to folders are not walked (what they point to inside is scanned where it lies); a
+  ``*.py`` link that stays inside is parsed as the file it leads to.
 - **runner shadows** (:func:`find_shadows`): the test command puts the workspace first
   on ``sys.path``, so a top-level module there named like the test runner's own
   code (``pytest``, ``_pytest``, ``pluggy``, their third-party dependencies) or like a
@@ -30,8 +40,11 @@ from __future__ import annotations
 import ast
 import importlib.machinery
 import os
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from oracles.sandbox import CACHE_DIRS, VENV_DIRS
 
 __all__ = [
     "Finding",
@@ -40,11 +53,8 @@ __all__ = [
     "find_shadows",
     "banned_entry",
     "FIXED_SHADOW_NAMES",
-    "SKIPPED_DIRS",
+    "COMPILED_SUFFIXES",
 ]
-
-#: Folders whose contents are not the workspace's own code.
-SKIPPED_DIRS = frozenset({".git", "node_modules", "site-packages", "dist-packages", "__pycache__"})
 
 #: Top-level names refused at the workspace root whatever the runner loads.
 FIXED_SHADOW_NAMES = frozenset({"pytest", "_pytest", "pluggy", "sitecustomize", "usercustomize", "conftest"})
@@ -52,6 +62,10 @@ FIXED_SHADOW_NAMES = frozenset({"pytest", "_pytest", "pluggy", "sitecustomize", 
 FIXED_SHADOW_FILES = frozenset({"pytest.ini", "conftest.py"})
 
 _MODULE_SUFFIXES = tuple(sorted(set(importlib.machinery.all_suffixes()), key=len, reverse=True))
+#: Compiled code the scan cannot read: what this Python imports without source (bytecode,
+#: extension modules), and the other platforms' and older versions' forms.
+COMPILED_SUFFIXES = tuple(sorted(set(importlib.machinery.BYTECODE_SUFFIXES) | set(importlib.machinery.EXTENSION_SUFFIXES)
+                                 | {".pyc", ".pyo", ".pyd", ".so"}, key=len, reverse=True))
 
 
 @dataclass(frozen=True)
@@ -60,6 +74,9 @@ class Finding:
     line: int
     name: str
     detail: str = ""
+    #: ``import`` (a banned import), ``compiled`` (compiled code), ``link`` (a link out of the
+    #: workspace), ``shadow`` (a runner shadow), ``limit`` (too many files to scan).
+    kind: str = "import"
 
     def __str__(self) -> str:
         return f"{self.file}:{self.line}: {self.name}" + (f" ({self.detail})" if self.detail else "")
@@ -71,8 +88,6 @@ class ScanResult:
     findings: list[Finding] = field(default_factory=list)
     #: Files that are not valid Python 3 (not a ban; the tests will show if they matter).
     unparsed: list[str] = field(default_factory=list)
-    #: ``*.py`` files left out as third-party trees (virtualenvs, site-packages, ...).
-    skipped_files: int = 0
 
     @property
     def passed(self) -> bool:
@@ -87,44 +102,119 @@ def banned_entry(module: str, bans: list[str] | tuple[str, ...]) -> str | None:
     return None
 
 
-#: Largest file parsed; a bigger ``*.py`` (or a link to ``/proc/kcore``) is listed as unparsed.
+#: Largest file parsed; a bigger ``*.py`` is listed as unparsed.
 MAX_FILE_BYTES = 16 << 20
-#: Most ``*.py`` files one scan reads; a workspace with more is rejected (it could be a link
-#: to the whole file system meant to stall the judge).
+#: Most ``*.py`` files one scan reads; a workspace with more is rejected.
 MAX_FILES = 50_000
+#: Most links followed while resolving one link (a loop stays inside: it leads nowhere).
+_MAX_HOPS = 40
+#: Longest link target quoted in a finding.
+_QUOTE = 200
 
 
-def _own_python_files(root: Path) -> tuple[list[Path], int, bool]:
-    """The workspace's own ``*.py`` files (sorted), how many were left out as third-party,
-    and whether the walk stopped at :data:`MAX_FILES`.
-
-    Links to folders are followed (what Python would import through them is scanned),
-    each real folder once, so a link loop or a second link to the same place costs nothing.
-    """
-    own: list[Path] = []
-    skipped = 0
-    visited: set[str] = set()
-    for dirpath, dirnames, filenames in os.walk(root, followlinks=True):
-        here = Path(dirpath)
-        real = os.path.realpath(here)
-        if real in visited:
-            dirnames[:] = []
+def _resolve_inside(root: Path, rel: str) -> str | None:
+    """Where the link at ``rel`` leads, relative to ``root``, following links only while the
+    path stays inside; ``None`` when it leads out (an absolute target, or ``..`` above the
+    root). Only paths under ``root`` are looked at: nothing outside is touched."""
+    parts = rel.split("/")[:-1]
+    pending = os.readlink(root / rel).split("/")[::-1]
+    if not pending[-1]:
+        return None  # absolute
+    hops = 0
+    while pending:
+        part = pending.pop()
+        if part in ("", "."):
             continue
-        visited.add(real)
-        third_party = (here != root and (here / "pyvenv.cfg").is_file()) or here.name in SKIPPED_DIRS
-        if third_party:
-            skipped += sum(1 for _d, _s, names in os.walk(here) for name in names if name.endswith(".py"))
-            dirnames[:] = []
+        if part == "..":
+            if not parts:
+                return None
+            parts.pop()
             continue
-        dirnames.sort()
-        for name in sorted(filenames):
-            if name.endswith(".py"):
-                path = here / name
-                if path.is_file():  # a regular file, or a link to one
-                    own.append(path)
-                    if len(own) > MAX_FILES:
-                        return own, skipped, True
-    return own, skipped, False
+        parts.append(part)
+        here = root.joinpath(*parts)
+        if here.is_symlink():
+            hops += 1
+            if hops > _MAX_HOPS:
+                return "/".join(parts)  # a loop: dangles, inside
+            target = os.readlink(here)
+            if target.startswith("/"):
+                return None
+            parts.pop()
+            pending.extend(target.split("/")[::-1])
+    return "/".join(parts)
+
+
+def _compiled(name: str) -> bool:
+    return name.endswith(COMPILED_SUFFIXES)
+
+
+def _walk(root: Path, result: ScanResult) -> tuple[list[tuple[str, Path]], bool]:
+    """``(rel, path to read)`` of every ``*.py`` file (sorted), and whether the walk stopped at
+    :data:`MAX_FILES`; compiled modules and links out of the workspace go to ``result``.
+    No link is followed: a ``*.py`` link is read where it leads only if that is inside."""
+    sources: list[tuple[str, Path]] = []
+    stack = [""]
+    while stack:
+        rel_dir = stack.pop()
+        with os.scandir(root / rel_dir if rel_dir else root) as it:
+            entries = sorted(it, key=lambda e: e.name)
+        subdirs = []
+        for entry in entries:
+            rel = f"{rel_dir}/{entry.name}" if rel_dir else entry.name
+            if entry.is_symlink():
+                if not rel_dir and entry.name in VENV_DIRS:
+                    continue  # left out of the copy
+                inside = _resolve_inside(root, rel)
+                if inside is None:
+                    target = os.readlink(entry.path)
+                    quoted = target if len(target) <= _QUOTE else target[:_QUOTE] + "..."
+                    result.findings.append(Finding(rel, 0, "link out of the workspace", f"-> {quoted}", "link"))
+                elif _compiled(entry.name):
+                    result.findings.append(Finding(rel, 0, "compiled module", "a link to code the scan cannot read",
+                                                   "compiled"))
+                elif entry.name.endswith(".py"):
+                    sources.append((rel, root / inside if inside else root))
+                    if len(sources) > MAX_FILES:
+                        return sources, True
+                continue
+            try:
+                mode = entry.stat(follow_symlinks=False).st_mode
+            except OSError:
+                continue
+            if stat.S_ISDIR(mode):
+                if entry.name in CACHE_DIRS or (not rel_dir and entry.name in VENV_DIRS
+                                                and (Path(entry.path) / "pyvenv.cfg").is_file()
+                                                and not (Path(entry.path) / "pyvenv.cfg").is_symlink()):
+                    continue  # left out of the copy
+                subdirs.append(rel)
+            elif stat.S_ISREG(mode):
+                if entry.name.endswith(".py"):
+                    sources.append((rel, Path(entry.path)))
+                    if len(sources) > MAX_FILES:
+                        return sources, True
+                elif _compiled(entry.name):
+                    result.findings.append(Finding(rel, 0, "compiled module",
+                                                   "Python would import it; the scan cannot read it", "compiled"))
+        stack.extend(reversed(subdirs))
+    return sorted(sources), False
+
+
+def _read_source(path: Path) -> bytes | None:
+    """At most ``MAX_FILE_BYTES + 1`` bytes of a regular file (None: not a regular file)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        chunks, size = [], 0
+        while size <= MAX_FILE_BYTES:
+            block = os.read(fd, min(1 << 20, MAX_FILE_BYTES + 1 - size))
+            if not block:
+                break
+            chunks.append(block)
+            size += len(block)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
 
 
 class _Imports(ast.NodeVisitor):
@@ -176,20 +266,18 @@ class _Imports(ast.NodeVisitor):
 
 
 def scan_imports(root: str | Path, import_ban: list[str] | tuple[str, ...]) -> ScanResult:
-    """Parse the workspace's own ``*.py`` files and report every banned import."""
+    """Scan the workspace (see the module doc): banned imports, compiled modules, links out."""
     root = Path(root)
-    files, skipped, truncated = _own_python_files(root)
-    result = ScanResult(skipped_files=skipped)
+    result = ScanResult()
+    files, truncated = _walk(root, result)
     if truncated:
-        result.findings.append(Finding(".", 0, f"more than {MAX_FILES} Python files", "too many to scan"))
+        result.findings.append(Finding(".", 0, f"more than {MAX_FILES} Python files", "too many to scan", "limit"))
         return result
-    for path in files:
-        rel = path.relative_to(root).as_posix()
+    for rel, path in files:
         result.files_scanned += 1
         try:
-            with open(path, "rb") as handle:
-                data = handle.read(MAX_FILE_BYTES + 1)
-            if len(data) > MAX_FILE_BYTES:
+            data = _read_source(path)
+            if data is None or len(data) > MAX_FILE_BYTES:
                 result.unparsed.append(rel)
                 continue
             tree = ast.parse(data, filename=rel)
@@ -209,6 +297,7 @@ def scan_imports(root: str | Path, import_ban: list[str] | tuple[str, ...]) -> S
             seen.add((line, module))
             if banned_entry(module, import_ban) is not None:
                 result.findings.append(Finding(rel, line, module))
+    result.findings.sort(key=lambda f: (f.file, f.line, f.name))
     return result
 
 
@@ -229,10 +318,10 @@ def find_shadows(root: str | Path, runner_modules: frozenset[str] | set[str] = f
     with os.scandir(root) as entries:
         for entry in sorted(entries, key=lambda e: e.name):
             if entry.name in FIXED_SHADOW_FILES:
-                findings.append(Finding(entry.name, 0, entry.name, "shadows the test runner's configuration"))
+                findings.append(Finding(entry.name, 0, entry.name, "shadows the test runner's configuration", "shadow"))
                 continue
             name = _top_level_name(entry)
             if name is not None and name in names:
                 what = f"{entry.name}/" if entry.is_dir(follow_symlinks=True) else entry.name
-                findings.append(Finding(what, 0, name, "shadows the test runner's module"))
+                findings.append(Finding(what, 0, name, "shadows the test runner's module", "shadow"))
     return findings

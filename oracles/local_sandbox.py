@@ -16,14 +16,20 @@ One judgement gets (all verified on the development machine, see the tests):
   root). ``nobody`` is avoided on purpose: it owns the root file system's reserved
   blocks here (``resuid=65534``) and other software runs as it;
 - **namespaces** (``unshare``): a network namespace with no interface up (every
-  connection fails, loopback included), a PID namespace (the tested code sees only
+  connection fails, loopback included, and abstract Unix sockets, which belong to the
+  network namespace, are the sandbox's own), a PID namespace (the tested code sees only
   its own processes, and when its first process ends or the judge kills ``unshare``
-  the kernel kills every process left in it, daemons included), and a mount
-  namespace in which ``/tmp`` (holding the sandbox) is read-only, ``/var/tmp``,
-  ``/dev/shm``, ``/run/lock`` are small private tmpfs, the task package is hidden
-  behind an empty read-only tmpfs (its controls, reference code and sources), and
-  closed folders on the way to the interpreter (``/root`` when Python lives in
-  ``/root/.pyenv``) are replaced by a tmpfs exposing only that way;
+  the kernel kills every process left in it, daemons included), an IPC namespace (the
+  host's SysV shared memory, semaphores and message queues are invisible, and those the
+  run makes go with it), a UTS namespace, and a mount namespace in which ``/dev/shm``,
+  ``/tmp``, ``/var/tmp``, ``/run`` (mode 0755: no Unix socket of the host's services,
+  PostgreSQL, MySQL, the Docker engine, is reachable; ``/var/run`` links to it) and
+  ``/run/lock`` are small empty private tmpfs, with only what the run needs bound back
+  at its own path (the sandbox root, which may live in ``/tmp``, and an interpreter that
+  lives there), the task package is hidden behind an empty read-only tmpfs (its
+  controls, reference code and sources), and closed folders on the way to the
+  interpreter (``/root`` when Python lives in ``/root/.pyenv``) are replaced by a tmpfs
+  exposing only that way;
 - **resource limits** (``setrlimit`` by ``prlimit`` just before ``setpriv``; no Python code
   runs between fork and exec, so judging from a threaded program is safe): ``RLIMIT_NPROC`` (fork bombs),
   ``RLIMIT_FSIZE`` (one file cannot fill the disk; the tmpfs bounds the sum),
@@ -39,8 +45,11 @@ report unreadable, never a pass. The tested code cannot read the FIFO, delete it
 create files beside it.
 
 Not isolated (a known limit of this back-end; the Docker back-end closes it): the
-host's world-readable files stay readable, CPU time is not shared fairly, memory is
-bounded per process, not in total.
+host's world-readable files outside those private folders stay readable (other
+checkouts elsewhere than ``/tmp``, for instance), and a Unix socket the host keeps
+outside them with permissions open to every user would be reachable (none is on the
+development machine: every socket lives under ``/run``); CPU time is not shared fairly,
+memory is bounded per process, not in total.
 """
 
 from __future__ import annotations
@@ -96,7 +105,7 @@ class Limits:
     #: Room on the sandbox's tmpfs beyond the copied workspace (bytes, and files).
     scratch_bytes: int = 512 * MiB
     scratch_inodes: int = 100_000
-    #: Size of each private /var/tmp, /dev/shm, /run/lock.
+    #: Size of each private /dev/shm, /tmp, /var/tmp, /run, /run/lock.
     private_tmp_bytes: int = 64 * MiB
     #: RLIMIT_CPU = the wall-clock limit plus this (the wall clock normally ends a run first).
     cpu_margin_sec: int = 30
@@ -114,6 +123,16 @@ report["paths"] = sorted({os.path.realpath(p) for p in paths if os.path.exists(p
 
 _PROBES: dict[str, dict[str, Any]] = {}
 _PROBE_LOCK = threading.Lock()
+
+#: The namespaces of a run: no network (abstract Unix sockets belong to the network namespace
+#: too), its own mounts and processes, its own SysV IPC objects (gone with it) and host name.
+_NAMESPACES = ("--net", "--mount", "--pid", "--ipc", "--uts")
+
+#: Folders replaced by an empty private tmpfs in each run, in this order (``/dev/shm`` first: it
+#: holds the keep points; ``/run`` before ``/run/lock``), with the tmpfs mode. A link among them
+#: (``/var/run`` -> ``/run`` on Debian) is covered by its target.
+_PRIVATE_DIRS = (("/dev/shm", "1777"), ("/tmp", "1777"), ("/var/tmp", "1777"), ("/run", "0755"),
+                 ("/var/run", "0755"), ("/run/lock", "1777"), ("/var/lock", "1777"))
 _ISOLATION: dict[str, Any] = {}
 
 
@@ -188,11 +207,11 @@ def _link_chain(path: str) -> list[str]:
 
 
 def isolation_available() -> tuple[bool, str]:
-    """Whether this host can isolate a run (root, unshare with net/mount/pid namespaces,
+    """Whether this host can isolate a run (root, unshare with net/mount/pid/ipc/uts namespaces,
     setpriv, mount); the reason when not. Checked once per process."""
     if "ok" in _ISOLATION:
         return _ISOLATION["ok"], _ISOLATION["why"]
-    ok, why = True, "root; unshare --net --mount --pid; setpriv; tmpfs"
+    ok, why = True, "root; unshare --net --mount --pid --ipc --uts; setpriv; tmpfs"
     tools = {name: shutil.which(name, path=_clean_env()["PATH"])
              for name in ("unshare", "setpriv", "mount", "umount", "prlimit")}
     missing = [name for name, where in tools.items() if where is None]
@@ -202,11 +221,11 @@ def isolation_available() -> tuple[bool, str]:
         ok, why = False, f"missing tools: {', '.join(missing)} (util-linux)"
     else:
         try:
-            done = subprocess.run([tools["unshare"], "--net", "--mount", "--pid", "--fork", "--kill-child", "--mount-proc",
+            done = subprocess.run([tools["unshare"], *_NAMESPACES, "--fork", "--kill-child", "--mount-proc",
                                    "--", "/bin/sh", "-c", "true"], capture_output=True, text=True, timeout=60,
                                   env=_clean_env())
             if done.returncode != 0:
-                ok, why = False, f"unshare (net, mount, pid namespaces) fails here: {done.stderr.strip()}"
+                ok, why = False, f"unshare (net, mount, pid, ipc, uts namespaces) fails here: {done.stderr.strip()}"
         except (OSError, subprocess.TimeoutExpired) as exc:
             ok, why = False, f"unshare fails here: {exc}"
     _ISOLATION.update(ok=ok, why=why, tools=tools)
@@ -270,6 +289,15 @@ def _reachable_by_others(path: Path) -> bool:
 
 def _under(path: str, top: str) -> bool:
     return path == top or path.startswith(top.rstrip("/") + "/")
+
+
+def _outermost(paths: Sequence[str]) -> list[str]:
+    """``paths`` without those lying under another one of them (sorted)."""
+    kept: list[str] = []
+    for path in sorted(set(paths)):
+        if not any(_under(path, k) for k in kept):
+            kept.append(path)
+    return kept
 
 
 class LocalSandbox(Sandbox):
@@ -498,22 +526,46 @@ class LocalSession(SandboxSession):
         needed = [root, *_probe_interpreter(self.owner.python)["paths"]]
         stage = self.root / "judge" / "stage"
         stage.mkdir(mode=0o700)
-        lines = ["set -u", "fail() { echo \"procgrade sandbox: $*\" >&2; exit 125; }"]
+        lines = ["set -u", "umask 022", "fail() { echo \"procgrade sandbox: $*\" >&2; exit 125; }"]
         mounted: dict[str, str] = {}
 
-        # 1. private temporary folders: the one holding the sandbox turns read-only.
+        # 1. private temporary and runtime folders: each an empty tmpfs, so nothing of the host's
+        #    /tmp (other checkouts, other judgements), /run (Unix sockets: databases, the Docker
+        #    engine) or /dev/shm is reachable. What the run needs from under one (the sandbox
+        #    root, an interpreter living in /tmp) is first bound to a keep point on the private
+        #    /dev/shm, then bound back at the same path on the new tmpfs.
         size = self.limits.private_tmp_bytes
-        for tmpdir in ("/tmp", "/var/tmp", "/dev/shm", "/run/lock"):
-            if not os.path.isdir(tmpdir) or os.path.islink(tmpdir):
+        keep_base = "/dev/shm/.procgrade-keep"
+        keeps = 0
+        done: set[str] = set()
+        for name, mode in _PRIVATE_DIRS:
+            real = os.path.realpath(name)
+            if real in done or not os.path.isdir(real):
                 continue
-            if any(_under(p, os.path.realpath(tmpdir)) for p in needed):
-                lines.append(f"mount --rbind {q(tmpdir)} {q(tmpdir)} && mount -o remount,bind,ro {q(tmpdir)} "
-                             f"|| fail read-only {q(tmpdir)}")
-                mounted[tmpdir] = "read-only"
-            else:
-                lines.append(f"mount -t tmpfs -o size={size},mode=1777,nosuid,nodev procgrade-tmp {q(tmpdir)} "
-                             f"|| fail private {q(tmpdir)}")
-                mounted[tmpdir] = f"private tmpfs {size}"
+            done.add(real)
+            if any(_under(real, p) for p in needed):
+                raise SandboxError(f"the sandbox cannot hide {real}: the run needs all of it")
+            kept = _outermost([p for p in needed if _under(p, real)])
+            if kept and (_under(real, "/dev/shm") or "/dev/shm" not in done):
+                raise SandboxError(f"the sandbox cannot keep {kept[0]} while hiding {real}")
+            saved = []
+            for path in kept:
+                point = f"{keep_base}/{keeps}"
+                keeps += 1
+                make = "mkdir" if os.path.isdir(path) else "touch"
+                lines.append(f"{make} {q(point)} && mount --rbind {q(path)} {q(point)} || fail keep {q(path)}")
+                saved.append((path, point, make))
+            lines.append(f"mkdir -p {q(real)} && mount -t tmpfs -o size={size},mode={mode},nosuid,nodev procgrade-private "
+                         f"{q(real)} || fail private {q(real)}")
+            for path, point, make in saved:
+                remove = "rmdir" if make == "mkdir" else "rm -f"
+                lines.append(f"mkdir -p {q(os.path.dirname(path))} && {make} {q(path)} && mount --rbind {q(point)} "
+                             f"{q(path)} && umount -l {q(point)} && {remove} {q(point)} || fail restore {q(path)}")
+            if real == "/dev/shm":
+                lines.append(f"mkdir -m 0700 {q(keep_base)} || fail keep")
+            mounted[real] = f"private tmpfs {size}" + (f", keeping {', '.join(kept)}" if kept else "")
+        if "/dev/shm" in done:
+            lines.append(f"rmdir {q(keep_base)} || fail keep")
 
         # 2. closed folders on the way to the interpreter: keep only that way.
         closed: dict[str, set[str]] = {}
@@ -552,14 +604,17 @@ class LocalSession(SandboxSession):
             real = os.path.realpath(hidden)
             if not os.path.exists(real) or any(_under(p, real) for p in needed):
                 continue
+            # (absent from the sandbox when it lay in a private folder: nothing to hide then)
             if os.path.isdir(real):
-                lines.append(f"mount -t tmpfs -o ro,size=4k,mode=0755,nosuid,nodev procgrade-hidden {q(real)} "
-                             f"|| fail hide {q(real)}")
+                lines.append(f"[ ! -e {q(real)} ] || mount -t tmpfs -o ro,size=4k,mode=0755,nosuid,nodev "
+                             f"procgrade-hidden {q(real)} || fail hide {q(real)}")
             else:
-                lines.append(f"mount --bind /dev/null {q(real)} || fail hide {q(real)}")
+                lines.append(f"[ ! -e {q(real)} ] || mount --bind /dev/null {q(real)} || fail hide {q(real)}")
             mounted[real] = "hidden"
         self._details["mounts"] = mounted
 
+        if "/run" in done:  # mount(8) keeps its table there: the private /run is left empty but for /run/lock
+            lines.append("rm -rf /run/mount || fail clean /run")
         lines.append(f": > {q(str(self.root / 'judge' / 'prelude.ok'))} || fail marker")
         uid = self.uid
         lines.append(
@@ -569,7 +624,7 @@ class LocalSession(SandboxSession):
             f"{SANDBOX_USER} \"$1\" \"$2\""
         )
         prelude = "\n".join(lines)
-        return [self.tools["unshare"], "--net", "--mount", "--pid", "--fork", "--kill-child", "--mount-proc",
+        return [self.tools["unshare"], *_NAMESPACES, "--fork", "--kill-child", "--mount-proc",
                 "--propagation", "private", "--", "/bin/sh", "-c", prelude, SANDBOX_USER, workdir, command]
 
     # --- teardown --------------------------------------------------------------------------------

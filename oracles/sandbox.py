@@ -44,6 +44,7 @@ __all__ = [
     "workspace_sha256",
     "hash_workspace",
     "CACHE_DIRS",
+    "VENV_DIRS",
     "RUNNER_PROBE",
     "RUNNER_PROBE_PRINT",
 ]
@@ -51,6 +52,12 @@ __all__ = [
 #: Bytecode caches are derived data and are not judged: a stale or crafted ``.pyc`` whose
 #: header matches its source would run code the scan never saw. Python rebuilds them.
 CACHE_DIRS = frozenset({"__pycache__"})
+#: Names of a top-level virtualenv (a folder holding a regular ``pyvenv.cfg``, or a link by
+#: that name) that is not judged: the judge runs its own interpreter with only the workspace
+#: root on the import path, so a virtualenv the workspace carries is never the one used, and
+#: leaving it out of the copy means none of its (unscanned, third-party) code is reachable
+#: in the sandbox, even through ``sys.path`` changed at run time.
+VENV_DIRS = frozenset({".venv", "venv"})
 
 
 #: Run by each back-end inside its sandbox, as the judge user: runs a tiny passing and failing
@@ -96,7 +103,8 @@ class LoadedWorkspace:
     sha256: str
     files: int
     bytes: int
-    #: Entries not copied: bytecode cache folders, and special files (FIFOs, sockets, devices).
+    #: Entries not copied: bytecode cache folders, a top-level virtualenv, special files (FIFOs,
+    #: sockets, devices).
     left_out: list[str] = field(default_factory=list)
 
 
@@ -170,76 +178,140 @@ def workspace_sha256(entries: list[list[str]]) -> str:
     return hashlib.sha256(canonical_json(sorted(entries))).hexdigest()
 
 
-def _walk(source: Path, rel: str = "") -> Iterator[tuple[str, os.DirEntry[str]]]:
-    with os.scandir(source / rel if rel else source) as it:
-        children = sorted(it, key=lambda e: e.name)
-    for entry in children:
-        yield (f"{rel}/{entry.name}" if rel else entry.name), entry
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+_FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
+
+
+def _open_dir(root_fd: int, rel: str) -> int:
+    """A descriptor of folder ``rel`` under ``root_fd``, opened one component at a time
+    without following any link (a folder swapped for a link meanwhile fails, never leads
+    out of the workspace)."""
+    fd = os.dup(root_fd)
+    for part in rel.split("/") if rel else ():
+        try:
+            nxt = os.open(part, _DIR_FLAGS, dir_fd=fd)
+        finally:
+            os.close(fd)
+        fd = nxt
+    return fd
+
+
+def _is_virtualenv(dir_fd: int, name: str) -> bool:
+    try:
+        fd = os.open(name, _DIR_FLAGS, dir_fd=dir_fd)
+    except OSError:
+        return False
+    try:
+        return stat.S_ISREG(os.stat("pyvenv.cfg", dir_fd=fd, follow_symlinks=False).st_mode)
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+
+
+def _tree(source: Path) -> Iterator[tuple[str, str, Any]]:
+    """Everything under ``source`` as ``(rel, kind, value)``, folders before their contents,
+    never following a link: ``("dir", rel, None)``, ``("link", rel, target)``,
+    ``("file", rel, (fd, st))`` (an open descriptor, valid until the next item),
+    ``("left_out", rel, None)`` (a bytecode cache, a top-level virtualenv, a special file).
+
+    Every folder is opened relative to its parent with ``O_NOFOLLOW`` and every file with
+    ``O_NOFOLLOW | O_NONBLOCK`` and checked with ``fstat``: the walk runs as root, and a
+    workspace changing under it cannot make it read a FIFO, a device or a file outside."""
+    root_fd = os.open(source, _DIR_FLAGS)
+    try:
+        stack = [""]
+        while stack:
+            rel_dir = stack.pop()
+            dfd = _open_dir(root_fd, rel_dir)
+            try:
+                with os.scandir(dfd) as it:
+                    names = sorted(entry.name for entry in it)
+                for name in names:
+                    rel = f"{rel_dir}/{name}" if rel_dir else name
+                    try:
+                        st = os.stat(name, dir_fd=dfd, follow_symlinks=False)
+                    except FileNotFoundError:
+                        continue
+                    if stat.S_ISLNK(st.st_mode):
+                        if not rel_dir and name in VENV_DIRS:
+                            yield "left_out", rel, None
+                        else:
+                            yield "link", rel, os.readlink(name, dir_fd=dfd)
+                    elif stat.S_ISDIR(st.st_mode):
+                        if name in CACHE_DIRS or (not rel_dir and name in VENV_DIRS and _is_virtualenv(dfd, name)):
+                            yield "left_out", rel + "/", None
+                        else:
+                            yield "dir", rel, None
+                            stack.append(rel)
+                    elif stat.S_ISREG(st.st_mode):
+                        try:
+                            fd = os.open(name, _FILE_FLAGS, dir_fd=dfd)
+                        except OSError:
+                            yield "left_out", rel, None
+                            continue
+                        try:
+                            fst = os.fstat(fd)
+                            if stat.S_ISREG(fst.st_mode):
+                                yield "file", rel, (fd, fst)
+                            else:
+                                yield "left_out", rel, None
+                        finally:
+                            os.close(fd)
+                    else:
+                        yield "left_out", rel, None
+            finally:
+                os.close(dfd)
+    finally:
+        os.close(root_fd)
 
 
 def copy_workspace(source: Path, dest: Path, *, chunk: int = 1 << 20) -> LoadedWorkspace:
-    """Copy ``source`` into the existing empty folder ``dest`` without following links,
-    hashing what is copied. Modes are normalised (0755 for folders and executables, else
-    0644: no setuid, no world-writable files); times are not kept."""
+    """Copy ``source`` into the existing empty folder ``dest`` without following links (a link
+    is copied as a link, never what it points to), hashing what is copied. Left out: bytecode
+    caches, a top-level virtualenv (:data:`VENV_DIRS`) and special files (FIFOs, sockets,
+    devices). Modes are normalised (0755 for folders and executables, else 0644: no setuid,
+    no world-writable files); times are not kept."""
     entries: list[list[str]] = []
     left_out: list[str] = []
     files = total = 0
-    stack = [""]
-    while stack:
-        rel_dir = stack.pop()
-        for rel, entry in _walk(source, rel_dir):
-            target = dest / rel
-            if entry.is_symlink():
-                link = os.readlink(entry.path)
-                os.symlink(link, target)
-                entries.append([rel, "symlink:" + link])
-                continue
-            st = entry.stat(follow_symlinks=False)
-            if stat.S_ISDIR(st.st_mode):
-                if entry.name in CACHE_DIRS:
-                    left_out.append(rel + "/")
-                    continue
-                os.mkdir(target, 0o755)
-                stack.append(rel)
-            elif stat.S_ISREG(st.st_mode):
-                digest = hashlib.sha256()
-                fd = os.open(entry.path, os.O_RDONLY | os.O_NOFOLLOW)
-                try:
-                    out = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o755 if st.st_mode & 0o111 else 0o644)
-                    try:
-                        while block := os.read(fd, chunk):
-                            digest.update(block)
-                            os.write(out, block)
-                            total += len(block)
-                    finally:
-                        os.close(out)
-                finally:
-                    os.close(fd)
-                files += 1
-                entries.append([rel, digest.hexdigest()])
-            else:
-                left_out.append(rel)
+    for kind, rel, value in _tree(source):
+        target = dest / rel
+        if kind == "link":
+            os.symlink(value, target)
+            entries.append([rel, "symlink:" + value])
+        elif kind == "dir":
+            os.mkdir(target, 0o755)
+        elif kind == "file":
+            fd, st = value
+            digest = hashlib.sha256()
+            out = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW,
+                          0o755 if st.st_mode & 0o111 else 0o644)
+            try:
+                while block := os.read(fd, chunk):
+                    digest.update(block)
+                    view = memoryview(block)
+                    while view:
+                        view = view[os.write(out, view):]
+                    total += len(block)
+            finally:
+                os.close(out)
+            files += 1
+            entries.append([rel, digest.hexdigest()])
+        else:
+            left_out.append(rel)
     return LoadedWorkspace(dest, workspace_sha256(entries), files, total, sorted(left_out))
 
 
 def hash_workspace(source: Path) -> str:
     """The :func:`workspace_sha256` of ``source`` without copying it (same rules as the copy)."""
     entries: list[list[str]] = []
-    stack = [""]
-    while stack:
-        rel_dir = stack.pop()
-        for rel, entry in _walk(source, rel_dir):
-            if entry.is_symlink():
-                entries.append([rel, "symlink:" + os.readlink(entry.path)])
-                continue
-            st = entry.stat(follow_symlinks=False)
-            if stat.S_ISDIR(st.st_mode):
-                if entry.name not in CACHE_DIRS:
-                    stack.append(rel)
-            elif stat.S_ISREG(st.st_mode):
-                digest = hashlib.sha256()
-                with open(entry.path, "rb") as handle:
-                    while block := handle.read(1 << 20):
-                        digest.update(block)
-                entries.append([rel, digest.hexdigest()])
+    for kind, rel, value in _tree(source):
+        if kind == "link":
+            entries.append([rel, "symlink:" + value])
+        elif kind == "file":
+            digest = hashlib.sha256()
+            while block := os.read(value[0], 1 << 20):
+                digest.update(block)
+            entries.append([rel, digest.hexdigest()])
     return workspace_sha256(entries)

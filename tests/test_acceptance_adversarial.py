@@ -9,6 +9,8 @@ earn reward 1 if they worked (the control fails 2 tests honestly); attacks built
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import importlib._bootstrap_external as bootstrap_external
 import importlib.util
 import os
@@ -99,13 +101,14 @@ if _seen:
 _pids = [p for p in os.listdir("/proc") if p.isdigit()]
 if len(_pids) > 10:
     _problems.append(f"sees {{len(_pids)}} processes")
-for _path in ("/tmp/procgrade-probe-{token}", "/etc/procgrade-probe-{token}", os.path.expanduser("~/../x-{token}")):
+for _path in ("/etc/procgrade-probe-{token}", os.path.expanduser("~/../x-{token}"), "/run/procgrade-probe-{token}"):
     try:
         open(_path, "w").close()
         _problems.append(f"wrote {{_path}}")
     except OSError:
         pass
-for _path in ("/var/tmp/procgrade-probe-{token}", "/dev/shm/procgrade-probe-{token}"):
+for _path in ("/tmp/procgrade-probe-{token}", "/var/tmp/procgrade-probe-{token}", "/dev/shm/procgrade-probe-{token}",
+              "/run/lock/procgrade-probe-{token}"):
     open(_path, "w").close()  # private to the sandbox: the host must not see it
 _tests = next(os.path.dirname(a) for a in sys.argv if a.endswith("_acceptance.py"))
 if os.access(_tests, os.W_OK) or os.access(os.path.join(_tests, "F01_acceptance.py"), os.W_OK):
@@ -160,11 +163,116 @@ def test_sandbox_properties_hold_inside_the_run(tmp_path: Path, task: Task, sand
         result = judge(task, workspace(tmp_path, "reference", attack), sandbox)
         assert_no_connection(server)
     assert (result.status, result.reward) == ("evaluated", "1"), messages(result)[-2000:] or result.explanation
-    for leftover in ("/var/tmp", "/dev/shm", "/tmp"):
+    for leftover in ("/var/tmp", "/dev/shm", "/tmp", "/run/lock", "/run"):
         assert not Path(leftover, f"procgrade-probe-{token}").exists()
     mounts = result.details["sandbox"]["mounts"]
-    assert mounts[str(TASK)] == "hidden" and mounts["/tmp"] == "read-only"
+    assert mounts[str(TASK)] == "hidden"
+    assert mounts["/tmp"] == f"private tmpfs {64 << 20}, keeping {result.details['sandbox']['root']}"
+    for private in ("/dev/shm", "/var/tmp", "/run", "/run/lock"):
+        assert mounts[private] == f"private tmpfs {64 << 20}"
     contained(result)
+
+
+# --- what the host keeps in /tmp, /run and SysV IPC ------------------------------------------------
+
+HOST = """
+import ctypes, errno, glob, os, socket
+_problems = []
+_root = os.path.dirname(os.environ["HOME"])
+if os.path.dirname(_root) == "/tmp" and os.listdir("/tmp") != [os.path.basename(_root)]:
+    _problems.append(f"sees /tmp: {{sorted(os.listdir('/tmp'))[:10]}}")
+if os.listdir("/run") != ["lock"] or os.listdir("/run/lock") or os.listdir("/dev/shm"):
+    _problems.append(f"sees /run {{os.listdir('/run')}}, /run/lock or /dev/shm {{os.listdir('/dev/shm')}}")
+for _path in ("/run/postgresql/.s.PGSQL.5432", "/var/run/postgresql/.s.PGSQL.5432", "/var/run/docker.sock",
+              "/run/docker.sock", "/run/mysqld/mysqld.sock", {socket_path!r}):
+    _s = socket.socket(socket.AF_UNIX)
+    try:
+        _s.connect(_path)
+        _problems.append(f"connected to {{_path}}")
+    except OSError as exc:
+        if exc.errno != errno.ENOENT:
+            _problems.append(f"{{_path}} exists: {{exc}}")
+    finally:
+        _s.close()
+_s = socket.socket(socket.AF_UNIX)
+try:
+    _s.connect({abstract!r})
+    _problems.append("connected to the host's abstract socket")
+except OSError as exc:
+    if exc.errno != errno.ECONNREFUSED:
+        _problems.append(f"abstract socket: {{exc}}")
+_s.close()
+for _path in ({secret!r}, os.path.dirname({secret!r})):
+    if os.path.exists(_path):
+        _problems.append(f"sees {{_path}}")
+_refs = glob.glob("/tmp/*/tasks/*/controls/reference/app/verrange") + glob.glob("/tmp/**/controls/reference", recursive=True)
+if _refs:
+    _problems.append(f"finds reference code: {{_refs[:3]}}")
+_libc = ctypes.CDLL(None, use_errno=True)
+if _libc.shmget({host_key}, 0, 0) != -1 or ctypes.get_errno() != errno.ENOENT:
+    _problems.append("sees the host's shared memory segment")
+if _libc.shmget({sandbox_key}, 4096, 0o1600) == -1:
+    _problems.append(f"cannot make a shared memory segment: {{os.strerror(ctypes.get_errno())}}")
+if _libc.semget({sandbox_key}, 1, 0o1600) == -1 or _libc.msgget({sandbox_key}, 0o1600) == -1:
+    _problems.append("cannot make a semaphore or a message queue")
+if _problems:
+    raise RuntimeError("sandbox leak: " + "; ".join(_problems))
+"""
+
+
+def test_host_sockets_tmp_and_ipc_are_out_of_reach(tmp_path: Path, task: Task, sandbox: LocalSandbox) -> None:
+    import ctypes
+
+    token = os.urandom(4).hex()
+    libc = ctypes.CDLL(None, use_errno=True)
+    host_key, sandbox_key = 0x50C00000 + int(token[:4], 16), 0x50D00000 + int(token[4:], 16)
+    shmid = libc.shmget(host_key, 4096, 0o1666)
+    assert shmid != -1
+    secret_dir = Path(f"/tmp/procgrade-other-checkout-{token}")
+    (secret_dir / "tasks/verrange/controls/reference/app/verrange").mkdir(parents=True)
+    (secret_dir / "secret.txt").write_text("another judgement's answers\n")
+    secret_dir.chmod(0o755)
+    socket_path = f"/run/procgrade-probe-{token}.sock"
+    server = socket.socket(socket.AF_UNIX)
+    abstract = socket.socket(socket.AF_UNIX)
+    try:
+        server.bind(socket_path)
+        os.chmod(socket_path, 0o777)  # like /run/postgresql/.s.PGSQL.5432: any user may connect
+        server.listen(4)
+        server.setblocking(False)
+        abstract.bind(f"\0procgrade-probe-{token}")
+        abstract.listen(4)
+        abstract.setblocking(False)
+        attack = HOST.format(socket_path=socket_path, abstract=f"\0procgrade-probe-{token}",
+                             secret=str(secret_dir / "secret.txt"), host_key=host_key, sandbox_key=sandbox_key)
+        result = judge(task, workspace(tmp_path, "reference", attack), sandbox)
+        assert_no_connection(server)
+        assert_no_connection(abstract)
+    finally:
+        server.close()
+        abstract.close()
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(socket_path)
+        shutil.rmtree(secret_dir)
+        libc.shmctl(shmid, 0, None)  # IPC_RMID
+    assert (result.status, result.reward) == ("evaluated", "1"), messages(result)[-2000:] or result.explanation
+    # What the sandbox made in its IPC namespace went with it.
+    for get in (libc.shmget, libc.semget, libc.msgget):
+        assert get(sandbox_key, *((0, 0) if get is not libc.msgget else (0,))) == -1 and ctypes.get_errno() == errno.ENOENT
+    contained(result)
+
+
+def test_an_interpreter_living_in_tmp_is_kept_while_the_rest_of_tmp_is_hidden(tmp_path: Path, task: Task) -> None:
+    venv = tmp_path / "judge-venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, capture_output=True)
+    site = next(venv.glob("lib/python3*/site-packages"))
+    here = next(p for p in sys.path if p.endswith("site-packages") and (Path(p) / "_pytest").is_dir())
+    (site / "judge.pth").write_text(here + "\n")
+    python = str(venv / "bin" / "python")
+    result = judge(task, TASK / "controls/reference/app", LocalSandbox(python))
+    assert (result.status, result.reward) == ("evaluated", "1"), result.output_tail[-2000:] or result.explanation
+    kept = result.details["sandbox"]["mounts"]["/tmp"]
+    assert str(venv) in kept and result.details["sandbox"]["root"] in kept
 
 
 # --- network ----------------------------------------------------------------------------------
@@ -300,14 +408,57 @@ def test_workspace_cannot_reach_the_task_package_or_alter_the_injected_tests(tmp
     contained(result)
 
 
-def test_a_link_to_the_reference_does_not_resolve_in_the_sandbox(tmp_path: Path, task: Task,
-                                                                  sandbox: LocalSandbox) -> None:
+def test_a_link_to_the_reference_is_rejected(tmp_path: Path, task: Task, sandbox: LocalSandbox) -> None:
     ws = workspace(tmp_path, "partial")
     (ws / "verrange/ranges.py").unlink()
     os.symlink(TASK / "controls/reference/app/verrange/ranges.py", ws / "verrange/ranges.py")
     result = judge(task, ws, sandbox)
-    assert (result.status, result.reward) == ("evaluated", "0")
-    assert len(result.collection_errors) == 5
+    assert (result.status, result.reward) == ("rejected", "0")
+    assert result.explanation.startswith("rejected before any test ran: 1 link(s) out of the workspace: "
+                                         "verrange/ranges.py:0: link out of the workspace (-> /")
+
+
+def test_a_link_to_the_host_root_is_rejected_without_walking_the_host(tmp_path: Path, task: Task,
+                                                                       sandbox: LocalSandbox) -> None:
+    ws = workspace(tmp_path, "reference")
+    os.symlink("/", ws / "hostroot")
+    os.symlink("/root", ws / "verrange" / "home")
+    result = judge(task, ws, sandbox)
+    assert (result.status, result.reward) == ("rejected", "0")
+    assert result.scan is not None and result.scan.findings == [
+        "hostroot:0: link out of the workspace (-> /)",
+        "verrange/home:0: link out of the workspace (-> /root)",
+    ]
+    assert result.duration_ms < 10_000 and result.scan.files_scanned == 3
+
+
+@pytest.mark.parametrize("where", ["verrange/pyvenv.cfg", "verrange/node_modules/h.py"])
+def test_banned_imports_hidden_in_third_party_looking_folders_are_found(tmp_path: Path, task: Task,
+                                                                        sandbox: LocalSandbox, where: str) -> None:
+    if where.endswith("pyvenv.cfg"):
+        ws = workspace(tmp_path, "reference", "import packaging.version  # import_ban: packaging\n",
+                       files={where: "home = /usr/bin\n"})
+        finding = "verrange/__init__.py:1: packaging.version"
+    else:
+        ws = workspace(tmp_path, "reference", "from .node_modules import h as _h\n",
+                       files={where: "import packaging.version\n"})
+        finding = "verrange/node_modules/h.py:1: packaging.version"
+    result = judge(task, ws, sandbox)
+    assert (result.status, result.reward) == ("rejected", "0")
+    assert result.scan is not None and result.scan.findings == [finding]
+
+
+def test_sourceless_bytecode_is_rejected(tmp_path: Path, task: Task, sandbox: LocalSandbox) -> None:
+    import py_compile
+
+    ws = workspace(tmp_path, "partial", "from . import _helper\n")
+    source = tmp_path / "_helper.py"
+    source.write_text("import packaging.version\nBANNED = packaging.version\n")
+    py_compile.compile(str(source), cfile=str(ws / "verrange/_helper.pyc"))
+    result = judge(task, ws, sandbox)
+    assert (result.status, result.reward) == ("rejected", "0")
+    assert result.explanation.startswith("rejected before any test ran: 1 compiled module(s) the scan cannot read: "
+                                         "verrange/_helper.pyc:0: compiled module")
 
 
 def test_a_crafted_bytecode_cache_is_not_judged(tmp_path: Path, task: Task, sandbox: LocalSandbox) -> None:
@@ -375,7 +526,7 @@ _reports.TestReport.__init__ = _flipped
     ("planted before pytest writes", "_plant()", "bool", "unreadable"),
     ("rewritten at exit", "atexit.register(_plant)", "bool", "unreadable"),
     ("planted, then exit 0", "_plant(); os._exit(0)", "bool", "canary test, which must fail, was reported passed"),
-    ("planted without the canary, then exit 0", "_plant(); os._exit(0)", "(lambda n: 'canary' not in n)",
+    ("planted without the canary, then exit 0", "_plant(); os._exit(0)", "(lambda n: n.startswith('F0'))",
      "canary test is missing"),
 ])
 def test_forged_reports_and_reward_files_do_not_pass(tmp_path: Path, task: Task, sandbox: LocalSandbox, variant: str,
@@ -392,6 +543,26 @@ def test_results_flipped_inside_pytest_are_caught_by_the_canary(tmp_path: Path, 
     assert (result.status, result.reward) == ("evaluated", "0")
     assert result.passed == 43  # the flip worked on every hidden test...
     assert result.details["canary"] == "passed"  # ...and on the canary, which gives it away
+    assert "canary test, which must fail, was reported passed" in result.explanation
+
+
+SPARE = """
+import _pytest.reports as _R
+_orig = _R.TestReport.from_item_and_call.__func__
+def _forged(cls, item, call):
+    rep = _orig(cls, item, call)
+    if not any(word in item.nodeid for word in ("procgrade_canary", "canary", "zz_")):
+        rep.outcome, rep.longrepr = "passed", None
+    return rep
+_R.TestReport.from_item_and_call = classmethod(_forged)
+"""
+
+
+def test_a_forger_sparing_the_old_canary_name_is_caught(tmp_path: Path, task: Task, sandbox: LocalSandbox) -> None:
+    # /tmp/atk2's trick: force every result to "passed" except the canary, found by its old fixed name.
+    result = judge(task, workspace(tmp_path, "partial", SPARE), sandbox)
+    assert (result.status, result.reward) == ("evaluated", "0")
+    assert result.passed == 43 and result.details["canary"] == "passed"
     assert "canary test, which must fail, was reported passed" in result.explanation
 
 

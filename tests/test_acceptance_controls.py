@@ -4,13 +4,17 @@ and the ``procgrade task validate`` command."""
 from __future__ import annotations
 
 import json
+import os
+import re
 import shutil
+import threading
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
 from engine.cli import app
+from oracles import acceptance
 from oracles.acceptance import JudgeResult, judge, validate_task
 from oracles.local_sandbox import LocalSandbox, isolation_available
 from oracles.sandbox import hash_workspace
@@ -142,6 +146,56 @@ def test_submission_marker_when_the_task_requires_one(tmp_path: Path, sandbox: L
     assert judge(task, workspace, sandbox, submit_file=outside).reward == "1"
 
 
+def _judged_within(seconds: float, *args, **kwargs) -> JudgeResult:
+    """``judge(*args, **kwargs)`` in a thread, which must finish in time (a hang fails, not blocks)."""
+    done: list[JudgeResult] = []
+    thread = threading.Thread(target=lambda: done.append(judge(*args, **kwargs)), daemon=True)
+    thread.start()
+    thread.join(seconds)
+    assert done, f"the judge still runs after {seconds}s"
+    return done[0]
+
+
+def test_a_marker_that_is_no_regular_file_is_no_submission_and_cannot_hang_the_judge(tmp_path: Path,
+                                                                                      sandbox: LocalSandbox) -> None:
+    copy = tmp_path / "verrange"
+    shutil.copytree(TASK, copy, ignore=shutil.ignore_patterns("controls"))
+    manifest = copy / "source/manifest.json"
+    data = json.loads(manifest.read_text())
+    data["submit_marker"] = {"path": "logs/submit", "content": "CODINGBENCH_SUBMIT"}
+    manifest.write_text(json.dumps(data))
+    task = load_task(copy)
+    workspace = tmp_path / "ws"
+    shutil.copytree(TASK / "controls/reference/app", workspace)
+    marker = workspace / "logs/submit"
+    marker.parent.mkdir()
+    real = tmp_path / "real-marker"
+    real.write_text("CODINGBENCH_SUBMIT\n")
+
+    def make_fifo() -> None:
+        os.mkfifo(marker)
+
+    for make, why in ((make_fifo, "is not a regular file"),                                # /tmp/atk10
+                      (lambda: os.symlink("/dev/zero", marker), "is not a regular file"),   # endless
+                      (lambda: os.symlink(real, marker), "is not a regular file"),          # a link, even to the text
+                      (lambda: marker.mkdir(), "is not a regular file"),
+                      (lambda: marker.write_text("CODINGBENCH_SUBMIT\n\n\n"), "does not hold"),
+                      (lambda: marker.write_text("CODINGBENCH_SUBMIT" + "x" * (1 << 20)), "does not hold")):
+        make()
+        result = _judged_within(30, task, workspace, sandbox)
+        assert (result.status, result.reward, result.scan) == ("not_submitted", "0", None), make
+        assert why in result.explanation and result.workspace_sha256 is not None
+        if marker.is_dir() and not marker.is_symlink():
+            marker.rmdir()
+        else:
+            marker.unlink()
+    os.mkfifo(tmp_path / "fifo")
+    result = _judged_within(30, task, workspace, sandbox, submit_file=tmp_path / "fifo")
+    assert result.status == "not_submitted" and "is not a regular file" in result.explanation
+    marker.write_text("CODINGBENCH_SUBMIT\r\n")
+    assert judge(task, workspace, sandbox).reward == "1"
+
+
 # --- judge faults are infrastructure errors; a submission that breaks the runner is not ---------
 
 
@@ -184,7 +238,17 @@ def test_a_suite_with_no_tests_is_a_judge_error_not_a_pass(tmp_path: Path, sandb
     task = _task_copy(tmp_path, no_count, test_text="import verrange\n")
     result = judge(task, TASK / "controls/reference/app", sandbox)
     assert (result.status, result.reward) == ("infra_error", None)
-    assert result.explanation.startswith("judge error: no test ran")
+    assert result.explanation == ("judge error: no test ran: the report lists no hidden test (exit 1), and the "
+                                  "hidden test files define none")
+    # A suite whose ini makes pytest collect none of its tests (so its text says nothing): the
+    # empty workspace lists nothing either, so it is not the submission's doing.
+    task = _task_copy(tmp_path / "ini", no_count, test_text="def test_x():\n    pass\n")
+    ini = task.root / "milestones/final/tests/pytest.ini"
+    ini.write_text(ini.read_text() + "python_functions = check_*\n")
+    result = judge(load_task(task.root), TASK / "controls/reference/app", sandbox)
+    assert (result.status, result.reward) == ("infra_error", None)
+    assert result.explanation.startswith("judge error: no test ran: the report lists no hidden test (exit 5); "
+                                         "no test ran on an empty workspace either")
 
 
 def test_a_submission_that_kills_the_runner_gets_0_not_an_infra_error(tmp_path: Path, task: Task,
@@ -199,7 +263,51 @@ def test_a_submission_that_kills_the_runner_gets_0_not_an_infra_error(tmp_path: 
                                   "reports normally, so the submission broke the run")
 
 
+def test_a_submission_that_interrupts_collection_gets_0_not_an_infra_error(tmp_path: Path, task: Task,
+                                                                           sandbox: LocalSandbox) -> None:
+    # /tmp/atk1: pytest stops at the first import and writes a report listing no test (exit 2).
+    ws = tmp_path / "ws"
+    (ws / "verrange").mkdir(parents=True)
+    (ws / "verrange/__init__.py").write_text("raise KeyboardInterrupt\n")
+    result = judge(task, ws, sandbox)
+    assert (result.status, result.reward) == ("evaluated", "0")
+    assert result.explanation == ("no test ran: the report lists no hidden test (exit 2); on an empty workspace the "
+                                  "same command reports normally, so the submission broke the run")
+
+
 def test_unisolated_mode_still_judges_correctly(task: Task) -> None:
     result = judge(task, TASK / "controls/partial/app", LocalSandbox(isolate=False))
     assert (result.status, result.reward, result.passed, result.failed) == ("evaluated", "0", 41, 2)
     assert result.details["sandbox"]["isolated"] is False
+
+
+# --- the canary ----------------------------------------------------------------------------------
+
+
+def test_the_canary_has_an_ordinary_random_name_and_body(task: Task) -> None:
+    names, places = set(), set()
+    for _ in range(40):
+        j = acceptance._Judgement(task, TASK / "controls/reference/app", LocalSandbox(), None)
+        assert re.fullmatch(r"test_[a-z]{10}\.py", j.canary.name)
+        assert re.fullmatch(r"test_[a-z]{10}\.py::test_[a-z]{10}", j.canary_id)
+        text = j.canary.data.decode()
+        for word in ("canary", "procgrade", "judge", "must fail", '"""', "#"):
+            assert word not in text.lower()
+        namespace: dict = {}
+        exec(compile(text, j.canary.name, "exec"), namespace)  # noqa: S102 - the judge's own canary text
+        with pytest.raises(AssertionError):
+            namespace[j.canary_id.split("::")[1]]()
+        assert sorted(j.test_files) == sorted([*task.tests.test_files, j.canary.name])
+        assert [f for f in j.test_files if f != j.canary.name] == task.tests.test_files
+        names.add(j.canary.name)
+        places.add(j.test_files.index(j.canary.name))
+    assert len(names) == 40 and len(places) > 1
+
+
+def test_the_canary_never_takes_a_name_of_the_suite(task: Task, monkeypatch: pytest.MonkeyPatch) -> None:
+    taken = ["test_aaaaaaaaaa", "f01_acceptance", "conftest"]
+    given = iter([*taken, "test_bbbbbbbbbb", "test_cccccccccc"])
+    monkeypatch.setattr(acceptance, "_random_name", lambda: next(given))
+    suite = [*task.suite, acceptance.SuiteFile("sub/Test_AAAAAAAAAA.py", b"", True)]
+    fake = type("T", (), {"suite": suite})()
+    assert acceptance._canary_names(fake) == ("test_bbbbbbbbbb", "test_cccccccccc")

@@ -497,7 +497,7 @@ for _p in ("/judge/out/junit.xml", "/judge/out/status.json", "/judge/report/juni
     ("planted before pytest writes", "_plant()", "bool", "unreadable"),
     ("rewritten at exit", "atexit.register(_plant)", "bool", "unreadable"),
     ("planted, then exit 0", "_plant(); os._exit(0)", "bool", "canary test, which must fail, was reported passed"),
-    ("planted without the canary, then exit 0", "_plant(); os._exit(0)", "(lambda n: 'canary' not in n)",
+    ("planted without the canary, then exit 0", "_plant(); os._exit(0)", "(lambda n: n.startswith('F0'))",
      "canary test is missing"),
 ])
 def test_forged_reports_do_not_pass(tmp_path: Path, task: Task, sandbox: DockerSandbox, variant: str, action: str,
@@ -505,6 +505,35 @@ def test_forged_reports_do_not_pass(tmp_path: Path, task: Task, sandbox: DockerS
     result = judge(task, workspace(tmp_path, "partial", FORGE.format(action=action, keep=keep)), sandbox)
     assert (result.status, result.reward) == ("evaluated", "0"), result.explanation
     assert why in result.explanation
+
+
+SPARE = """
+import _pytest.reports as _R
+_orig = _R.TestReport.from_item_and_call.__func__
+def _forged(cls, item, call):
+    rep = _orig(cls, item, call)
+    if not any(word in item.nodeid for word in ("procgrade_canary", "canary", "zz_")):
+        rep.outcome, rep.longrepr = "passed", None
+    return rep
+_R.TestReport.from_item_and_call = classmethod(_forged)
+"""
+
+
+def test_a_forger_sparing_the_old_canary_name_is_caught(tmp_path: Path, task: Task, sandbox: DockerSandbox) -> None:
+    result = judge(task, workspace(tmp_path, "partial", SPARE), sandbox)
+    assert (result.status, result.reward) == ("evaluated", "0")
+    assert result.passed == 43 and result.details["canary"] == "passed"
+
+
+def test_a_submission_that_interrupts_collection_gets_0_not_an_infra_error(tmp_path: Path, task: Task,
+                                                                           sandbox: DockerSandbox) -> None:
+    ws = tmp_path / "ws"
+    (ws / "verrange").mkdir(parents=True)
+    (ws / "verrange/__init__.py").write_text("raise KeyboardInterrupt\n")
+    result = judge(task, ws, sandbox)
+    assert (result.status, result.reward) == ("evaluated", "0")
+    assert result.explanation == ("no test ran: the report lists no hidden test (exit 2); on an empty workspace the "
+                                  "same command reports normally, so the submission broke the run")
 
 
 def test_reports_planted_in_the_workspace_and_tampering_with_the_tests_change_nothing(

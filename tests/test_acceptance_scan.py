@@ -57,30 +57,115 @@ def test_every_import_form_is_found_with_file_and_line(tmp_path: Path) -> None:
     assert scan_imports(tmp_path, BANS).files_scanned == 5
 
 
-def test_third_party_trees_are_not_own_code_and_broken_files_are_not_bans(tmp_path: Path) -> None:
-    _write(tmp_path, ".venv/pyvenv.cfg", "home = /usr/bin\n")
-    _write(tmp_path, ".venv/lib/python3.11/site-packages/pip/_internal/x.py", "from pip._vendor import packaging\n")
+def test_every_copied_tree_is_own_code_and_broken_files_are_not_bans(tmp_path: Path) -> None:
+    # Anything copied can be put on sys.path at run time: no folder name or marker file exempts it.
+    _write(tmp_path, "verrange/pyvenv.cfg", "home = /usr/bin\n")
+    _write(tmp_path, "verrange/__init__.py", "import packaging.version\n")
+    _write(tmp_path, "verrange/node_modules/h.py", "import semver\n")
     _write(tmp_path, "vendor/site-packages/semver/__init__.py", "import semver.version\n")
-    _write(tmp_path, "node_modules/x/y.py", "import semver\n")
-    _write(tmp_path, "pkg/__pycache__/z.py", "import semver\n")
+    _write(tmp_path, "lib/dist-packages/u.py", "import univers\n")
+    _write(tmp_path, ".hidden/x.py", "import semver\n")
+    _write(tmp_path, "sub/.venv/pyvenv.cfg", "home = /usr/bin\n")
+    _write(tmp_path, "sub/.venv/lib/python3.11/site-packages/s.py", "import semver\n")
+    _write(tmp_path, "venv/lib/python3.11/site-packages/s.py", "import semver\n")  # no pyvenv.cfg: not a virtualenv
+    _write(tmp_path, ".git/hooks/h.py", "import semver\n")
     _write(tmp_path, "pkg/broken.py", "def (:\n")
     _write(tmp_path, "pkg/py2.py", "print 'hello'\n")
     result = scan_imports(tmp_path, BANS)
-    assert result.findings == [] and result.passed
-    assert result.files_scanned == 2 and sorted(result.unparsed) == ["pkg/broken.py", "pkg/py2.py"]
-    assert result.skipped_files == 4
+    assert [str(f) for f in result.findings] == [
+        ".git/hooks/h.py:1: semver",
+        ".hidden/x.py:1: semver",
+        "lib/dist-packages/u.py:1: univers",
+        "sub/.venv/lib/python3.11/site-packages/s.py:1: semver",
+        "vendor/site-packages/semver/__init__.py:1: semver.version",
+        "venv/lib/python3.11/site-packages/s.py:1: semver",
+        "verrange/__init__.py:1: packaging.version",
+        "verrange/node_modules/h.py:1: semver",
+    ]
+    assert result.files_scanned == 10 and sorted(result.unparsed) == ["pkg/broken.py", "pkg/py2.py"]
 
 
-def test_links_are_followed_once_and_loops_do_not_hang(tmp_path: Path) -> None:
+def test_a_top_level_virtualenv_is_neither_copied_nor_scanned(tmp_path: Path) -> None:
+    src = tmp_path / "src"
+    _write(src, "verrange/__init__.py", "")
+    for venv in (".venv", "venv"):
+        _write(src, f"{venv}/pyvenv.cfg", "home = /usr/bin\n")
+        _write(src, f"{venv}/lib/python3.11/site-packages/pip/_internal/x.py", "from pip._vendor import packaging\n")
+        _write(src, f"{venv}/lib/python3.11/site-packages/_cffi.cpython-311-x86_64-linux-gnu.so", "ELF")
+    os.symlink("/usr", src / "venv" / "lib64")
+    assert scan_imports(src, BANS).findings == []
+    dest = tmp_path / "dest"
+    dest.mkdir()
+    loaded = copy_workspace(src, dest)
+    assert loaded.left_out == [".venv/", "venv/"] and sorted(os.listdir(dest)) == ["verrange"]
+    assert loaded.sha256 == hash_workspace(src) == hash_workspace(dest)
+    # A link named like one is left out too (whatever it points to, it is not judged).
+    (tmp_path / "src2").mkdir()
+    os.symlink("/usr/lib", tmp_path / "src2" / ".venv")
+    assert copy_workspace(tmp_path / "src2", tmp_path / "dest").left_out == [".venv"]
+
+
+def test_links_are_not_followed_and_links_out_of_the_workspace_are_findings(tmp_path: Path) -> None:
     outside = tmp_path / "outside"
     _write(outside, "semver_copy/__init__.py", "import semver\n")
+    _write(outside, "mod.py", "import semver\n")
     ws = tmp_path / "ws"
     _write(ws, "pkg/__init__.py", "")
-    os.symlink(outside / "semver_copy", ws / "pkg" / "vendored")
-    os.symlink("..", ws / "pkg" / "loop")
-    os.symlink(ws / "pkg", ws / "again")
-    findings = _findings(ws)
-    assert findings == ["again/vendored/__init__.py:1: semver"] or findings == ["pkg/vendored/__init__.py:1: semver"]
+    _write(ws, "pkg/data.txt", "import univers\n")
+    os.symlink(outside / "semver_copy", ws / "pkg" / "vendored")   # absolute, out
+    os.symlink("../../outside/mod.py", ws / "pkg" / "mod.py")      # relative, climbs out
+    os.symlink("/", ws / "hostroot")                              # the whole host: never walked
+    os.symlink("..", ws / "pkg" / "loop")                          # inside: not followed, no finding
+    os.symlink("pkg", ws / "again")                                # inside
+    os.symlink("data.txt", ws / "pkg" / "text.py")                 # a .py link inside: read where it leads
+    os.symlink("again/../pkg/../../ws/pkg/text.py", ws / "chain.py")  # climbs out on the way: out
+    os.symlink("a.py", ws / "b.py")                                # a loop of links: dangles inside
+    os.symlink("b.py", ws / "a.py")
+    os.symlink("missing/x.py", ws / "dangling.py")
+    assert _findings(ws) == [
+        "chain.py:0: link out of the workspace (-> again/../pkg/../../ws/pkg/text.py)",
+        "hostroot:0: link out of the workspace (-> /)",
+        "pkg/mod.py:0: link out of the workspace (-> ../../outside/mod.py)",
+        "pkg/text.py:1: univers",
+        f"pkg/vendored:0: link out of the workspace (-> {outside / 'semver_copy'})",
+    ]
+    found = scan_imports(ws, BANS).findings
+    assert {f.kind for f in found} == {"link", "import"}
+
+
+def test_compiled_modules_outside_caches_are_findings(tmp_path: Path) -> None:
+    import py_compile
+
+    _write(tmp_path, "verrange/__init__.py", "from . import _helper\n")
+    source = _write(tmp_path / "elsewhere", "_helper.py", "import packaging\nBANNED = packaging\n")
+    py_compile.compile(str(source), cfile=str(tmp_path / "verrange/_helper.pyc"))
+    for name in ("a.pyo", "b.pyd", "c.so", "d.cpython-311-x86_64-linux-gnu.so", "e.abi3.so"):
+        _write(tmp_path, f"verrange/{name}", "x")
+    _write(tmp_path, "verrange/__pycache__/__init__.cpython-311.pyc", "x")  # a cache: left out, not a finding
+    _write(tmp_path, "verrange/libfoo.so.1", "x")  # not a name Python imports
+    os.symlink("libfoo.so.1", tmp_path / "verrange" / "f.so")
+    found = scan_imports(tmp_path / "verrange", BANS).findings
+    assert [(f.file, f.kind) for f in found] == [
+        ("_helper.pyc", "compiled"), ("a.pyo", "compiled"), ("b.pyd", "compiled"), ("c.so", "compiled"),
+        ("d.cpython-311-x86_64-linux-gnu.so", "compiled"), ("e.abi3.so", "compiled"), ("f.so", "compiled"),
+    ]
+    assert str(found[0]) == "_helper.pyc:0: compiled module (Python would import it; the scan cannot read it)"
+
+
+def test_the_copy_never_follows_links_or_opens_special_files(tmp_path: Path) -> None:
+    src = tmp_path / "src"
+    _write(src, "pkg/__init__.py", "")
+    os.symlink("/", src / "hostroot")
+    os.symlink("/root", src / "pkg" / "home")
+    os.symlink("/dev/zero", src / "pkg" / "zero.py")
+    os.mkfifo(src / "pkg" / "fifo.py")
+    dest = tmp_path / "dest"
+    dest.mkdir()
+    loaded = copy_workspace(src, dest)  # a FIFO opened for reading, or /dev/zero read, would hang here
+    assert loaded.files == 1 and loaded.left_out == ["pkg/fifo.py"]
+    assert sorted(os.listdir(dest)) == ["hostroot", "pkg"] and os.readlink(dest / "hostroot") == "/"
+    assert sorted(os.listdir(dest / "pkg")) == ["__init__.py", "home", "zero.py"]
+    assert loaded.sha256 == hash_workspace(src)
 
 
 @pytest.mark.parametrize("entry, name", [
@@ -200,12 +285,16 @@ def test_links_to_huge_or_special_files_do_not_stall_the_scan(tmp_path: Path) ->
     _write(tmp_path, "pkg/__init__.py", "import semver\n")
     os.symlink("/dev/zero", tmp_path / "pkg" / "zero.py")
     os.symlink("/proc/kcore", tmp_path / "pkg" / "core.py")
+    os.mkfifo(tmp_path / "pkg" / "fifo.py")
+    os.symlink("fifo.py", tmp_path / "pkg" / "pipe.py")
     big = _write(tmp_path, "pkg/big.py", "")
     with open(big, "wb") as handle:
         handle.truncate((16 << 20) + 1)
     result = scan_imports(tmp_path, BANS)
-    assert [str(f) for f in result.findings] == ["pkg/__init__.py:1: semver"]
-    assert "pkg/big.py" in result.unparsed
+    assert [str(f) for f in result.findings] == ["pkg/__init__.py:1: semver",
+                                                 "pkg/core.py:0: link out of the workspace (-> /proc/kcore)",
+                                                 "pkg/zero.py:0: link out of the workspace (-> /dev/zero)"]
+    assert sorted(result.unparsed) == ["pkg/big.py", "pkg/pipe.py"]
 
 
 def test_junit_module_skipped_at_collection_is_kept_apart() -> None:
