@@ -167,7 +167,14 @@ def test_sandbox_properties_hold_inside_the_run(tmp_path: Path, task: Task, sand
         assert not Path(leftover, f"procgrade-probe-{token}").exists()
     mounts = result.details["sandbox"]["mounts"]
     assert mounts[str(TASK)] == "hidden"
-    assert mounts["/tmp"] == f"private tmpfs {64 << 20}, keeping {result.details['sandbox']['root']}"
+    # /tmp is private; only the sandbox root and, when the interpreter itself lives under /tmp (a
+    # checkout there with its .venv), the interpreter's folders are bound back into it.
+    kept = mounts["/tmp"].removeprefix(f"private tmpfs {64 << 20}, keeping ").split(", ")
+    assert mounts["/tmp"].startswith(f"private tmpfs {64 << 20}, keeping ")
+    assert result.details["sandbox"]["root"] in kept
+    interpreter = {os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, sys.executable)}
+    assert all(k == result.details["sandbox"]["root"] or any(i == k or i.startswith(k + "/") for i in interpreter)
+               for k in kept), kept
     for private in ("/dev/shm", "/var/tmp", "/run", "/run/lock"):
         assert mounts[private] == f"private tmpfs {64 << 20}"
     contained(result)
@@ -176,11 +183,23 @@ def test_sandbox_properties_hold_inside_the_run(tmp_path: Path, task: Task, sand
 # --- what the host keeps in /tmp, /run and SysV IPC ------------------------------------------------
 
 HOST = """
-import ctypes, errno, glob, os, socket
+import ctypes, errno, glob, os, socket, sys
 _problems = []
 _root = os.path.dirname(os.environ["HOME"])
-if os.path.dirname(_root) == "/tmp" and os.listdir("/tmp") != [os.path.basename(_root)]:
+# What /tmp may hold: the sandbox root, and the path down to the interpreter when it lives under /tmp
+# (bound back alone: its folder shows nothing else).
+_kept = {{_root}} | {{os.path.realpath(p) for p in (sys.prefix, sys.base_prefix) if os.path.realpath(p).startswith("/tmp/")}}
+_allowed = {{k.split("/")[2] for k in _kept if k.startswith("/tmp/")}}
+if not set(os.listdir("/tmp")) <= _allowed:
     _problems.append(f"sees /tmp: {{sorted(os.listdir('/tmp'))[:10]}}")
+for _k in _kept:
+    _parent = os.path.dirname(_k)
+    while _parent.startswith("/tmp/"):
+        _inside = {{c for c in os.listdir(_parent)}}
+        _wanted = {{k[len(_parent) + 1:].split("/")[0] for k in _kept if k.startswith(_parent + "/")}}
+        if not _inside <= _wanted:
+            _problems.append(f"sees {{_parent}}: {{sorted(_inside - _wanted)[:10]}}")
+        _parent = os.path.dirname(_parent)
 if os.listdir("/run") != ["lock"] or os.listdir("/run/lock") or os.listdir("/dev/shm"):
     _problems.append(f"sees /run {{os.listdir('/run')}}, /run/lock or /dev/shm {{os.listdir('/dev/shm')}}")
 for _path in ("/run/postgresql/.s.PGSQL.5432", "/var/run/postgresql/.s.PGSQL.5432", "/var/run/docker.sock",
