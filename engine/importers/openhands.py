@@ -45,7 +45,7 @@ import hashlib
 import json
 import posixpath
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -436,6 +436,32 @@ def _looks_like_eval(tree: SourceTree, rel: str) -> str | None:
     return "v1" if found.group(1) == b'"' else "v0"  # V1 event ids are UUID strings, V0 ids integers
 
 
+def _find_units(importer: Importer, tree: SourceTree, candidates: Sequence[str], event_file: re.Pattern[str],
+                is_stream: Callable[[str], bool], state_file: str) -> list[Unit]:
+    """Both versions' units: first the folders of one-event-per-file streams (``event_file``; an
+    ``events/`` folder takes its sibling ``state_file`` along), then the single files the
+    importer sniffs, each with the companions nobody claimed yet."""
+    units: list[Unit] = []
+    claimed: set[str] = set()
+    for folder, members in _event_groups(tree, candidates, event_file).items():
+        if not is_stream(members[0]):
+            continue
+        extra = []
+        if posixpath.basename(folder) == "events":
+            state = tree.join(posixpath.dirname(folder) or ".", state_file)
+            if tree.exists(state):
+                extra.append(state)
+        units.append(Unit(members[0], tuple(members[1:] + extra)))
+        claimed.update(members + extra)
+    for rel in candidates:
+        if rel in claimed or not importer.sniff(tree, rel):
+            continue
+        companions = tuple(c for c in importer.companions(tree, rel) if c not in claimed)
+        units.append(Unit(rel, companions))
+        claimed.update((rel, *companions))
+    return units
+
+
 def _event_groups(tree: SourceTree, candidates: Sequence[str], pattern: re.Pattern[str]) -> dict[str, list[str]]:
     """Folders holding event files (``pattern``) among ``candidates``, each with all its event files."""
     folders = sorted({posixpath.dirname(rel) for rel in candidates if pattern.match(posixpath.basename(rel))})
@@ -472,27 +498,11 @@ class OpenHandsImporter(Importer):
     version = "1"
 
     def find(self, tree: SourceTree, candidates: Sequence[str]) -> list[Unit]:
-        units: list[Unit] = []
-        claimed: set[str] = set()
-        for folder, members in _event_groups(tree, candidates, _V0_EVENT_FILE).items():
-            first = tree.try_json(members[0])
-            if not (_is_v0_event(first) or (first is None and _looks_like(tree, members[0], _V0_EVENT_HEAD))):
-                continue
-            extra = []
-            if posixpath.basename(folder) == "events":
-                meta = tree.join(posixpath.dirname(folder) or ".", "metadata.json")
-                if tree.exists(meta):
-                    extra.append(meta)
-            units.append(Unit(members[0], tuple(members[1:] + extra)))
-            claimed.update(members + extra)
-        for rel in candidates:
-            if rel in claimed:
-                continue
-            if self.sniff(tree, rel):
-                companions = tuple(c for c in self.companions(tree, rel) if c not in claimed)
-                units.append(Unit(rel, companions))
-                claimed.update((rel, *companions))
-        return units
+        def is_session(first_member: str) -> bool:
+            first = tree.try_json(first_member)
+            return _is_v0_event(first) or (first is None and _looks_like(tree, first_member, _V0_EVENT_HEAD))
+
+        return _find_units(self, tree, candidates, _V0_EVENT_FILE, is_session, "metadata.json")
 
     def sniff(self, tree: SourceTree, rel: str) -> bool:
         lower = rel.lower()
@@ -966,28 +976,11 @@ class OpenHandsV1Importer(Importer):
     version = "1"
 
     def find(self, tree: SourceTree, candidates: Sequence[str]) -> list[Unit]:
-        units: list[Unit] = []
-        claimed: set[str] = set()
-        for folder, members in _event_groups(tree, candidates, _V1_EVENT_FILE).items():
-            first = tree.try_json(members[0])
-            if not (_is_v1_event(first) or (first is None and b'"kind"' in _head(tree, members[0]))):
-                continue
-            extra = []
-            conv = posixpath.dirname(folder) if posixpath.basename(folder) == "events" else None
-            if conv is not None:
-                state = tree.join(conv or ".", "base_state.json")
-                if tree.exists(state):
-                    extra.append(state)
-            units.append(Unit(members[0], tuple(members[1:] + extra)))
-            claimed.update(members + extra)
-        for rel in candidates:
-            if rel in claimed:
-                continue
-            if self.sniff(tree, rel):
-                companions = tuple(c for c in self.companions(tree, rel) if c not in claimed)
-                units.append(Unit(rel, companions))
-                claimed.update((rel, *companions))
-        return units
+        def is_conversation(first_member: str) -> bool:
+            first = tree.try_json(first_member)
+            return _is_v1_event(first) or (first is None and b'"kind"' in _head(tree, first_member))
+
+        return _find_units(self, tree, candidates, _V1_EVENT_FILE, is_conversation, "base_state.json")
 
     def sniff(self, tree: SourceTree, rel: str) -> bool:
         if not rel.lower().endswith(".jsonl"):
