@@ -19,7 +19,6 @@ import shutil
 import socket
 import subprocess
 import sys
-import textwrap
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -27,15 +26,21 @@ from typing import Any
 
 import pytest
 
+from acceptance_attacks import (
+    SPARE,
+    TASK,
+    assert_no_connection,
+    assert_partial_honest,
+    listener,
+    messages,
+    workspace,
+)
 from oracles.acceptance import JudgeResult, judge
 from oracles.local_sandbox import LocalSandbox, _pids_of_uid, isolation_available
 from oracles.sandbox import Sandbox, SandboxSession
 from oracles.task_package import Task, load_task
 
-TASK = Path(__file__).resolve().parent.parent / "tasks" / "verrange"
 REPO_GIT = TASK.parent.parent / ".git"
-MUST_FAIL = sorted(["F03_acceptance.py::test_caret_ranges_with_zero_major_keep_leftmost_nonzero_component",
-                    "F04_acceptance.py::test_caret_matching_with_zero_major"])
 
 
 @pytest.fixture(scope="module")
@@ -51,18 +56,6 @@ def task() -> Task:
     return load_task(TASK)
 
 
-def workspace(tmp_path: Path, base: str, attack: str = "", files: dict[str, str] | None = None) -> Path:
-    """A copy of control ``base`` with ``attack`` run first when ``verrange`` is imported."""
-    ws = tmp_path / "ws"
-    shutil.copytree(TASK / "controls" / base / "app", ws)
-    init = ws / "verrange" / "__init__.py"
-    init.write_text(textwrap.dedent(attack) + "\n" + init.read_text())
-    for rel, text in (files or {}).items():
-        (ws / rel).parent.mkdir(parents=True, exist_ok=True)
-        (ws / rel).write_text(textwrap.dedent(text))
-    return ws
-
-
 def contained(result: JudgeResult) -> None:
     """Nothing of this judgement's sandbox is left: no process of its uid, no mount, no folder."""
     sandbox = result.details["sandbox"]
@@ -70,16 +63,6 @@ def contained(result: JudgeResult) -> None:
     mount_points = [line.split()[4] for line in Path("/proc/self/mountinfo").read_text().splitlines()]
     assert sandbox["root"] not in mount_points
     assert not Path(sandbox["root"]).exists()
-
-
-def messages(result: JudgeResult) -> str:
-    return "\n".join(c.message or "" for c in [*result.collection_errors, *result.tests])
-
-
-def assert_partial_honest(result: JudgeResult) -> None:
-    assert (result.status, result.reward) == ("evaluated", "0"), result.explanation
-    assert sorted(c.test_id for c in result.tests if c.outcome != "passed") == MUST_FAIL
-    assert (result.passed, result.failed) == (41, 2)
 
 
 # --- the sandbox's own properties ---------------------------------------------------------------
@@ -134,23 +117,6 @@ if "PROCGRADE_PROBE_SECRET" in os.environ or not os.environ["TMPDIR"].startswith
 if _problems:
     raise RuntimeError("sandbox leak: " + "; ".join(_problems))
 """
-
-
-@contextmanager
-def listener() -> Iterator[socket.socket]:
-    server = socket.socket()
-    server.bind(("127.0.0.1", 0))
-    server.listen(16)
-    server.setblocking(False)
-    try:
-        yield server
-    finally:
-        server.close()
-
-
-def assert_no_connection(server: socket.socket) -> None:
-    with pytest.raises(BlockingIOError):
-        server.accept()
 
 
 def test_sandbox_properties_hold_inside_the_run(tmp_path: Path, task: Task, sandbox: LocalSandbox,
@@ -563,18 +529,6 @@ def test_results_flipped_inside_pytest_are_caught_by_the_canary(tmp_path: Path, 
     assert result.passed == 43  # the flip worked on every hidden test...
     assert result.details["canary"] == "passed"  # ...and on the canary, which gives it away
     assert "canary test, which must fail, was reported passed" in result.explanation
-
-
-SPARE = """
-import _pytest.reports as _R
-_orig = _R.TestReport.from_item_and_call.__func__
-def _forged(cls, item, call):
-    rep = _orig(cls, item, call)
-    if not any(word in item.nodeid for word in ("procgrade_canary", "canary", "zz_")):
-        rep.outcome, rep.longrepr = "passed", None
-    return rep
-_R.TestReport.from_item_and_call = classmethod(_forged)
-"""
 
 
 def test_a_forger_sparing_the_old_canary_name_is_caught(tmp_path: Path, task: Task, sandbox: LocalSandbox) -> None:

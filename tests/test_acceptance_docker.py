@@ -12,18 +12,24 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import socket
 import subprocess
-import textwrap
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from oracles.acceptance import JudgeResult, judge, validate_task
+from acceptance_attacks import (
+    SPARE,
+    TASK,
+    assert_no_connection,
+    assert_partial_honest,
+    listener,
+    messages,
+    workspace,
+)
+from oracles.acceptance import judge, validate_task
 from oracles.docker_sandbox import (
     DockerLimits,
     DockerSandbox,
@@ -35,9 +41,6 @@ from oracles.junit import parse_junit
 from oracles.sandbox import RunSpec, hash_workspace
 from oracles.task_package import SuiteFile, Task, load_task
 
-TASK = Path(__file__).resolve().parent.parent / "tasks" / "verrange"
-MUST_FAIL = sorted(["F03_acceptance.py::test_caret_ranges_with_zero_major_keep_leftmost_nonzero_component",
-                    "F04_acceptance.py::test_caret_matching_with_zero_major"])
 MiB = 1 << 20
 LIMITS = DockerLimits(memory_bytes=1 << 30, pids=128, scratch_bytes=64 * MiB, tmp_bytes=64 * MiB, cleanup_sec=10)
 #: Label on what this test process's sandboxes make (other processes may judge meanwhile).
@@ -80,46 +83,6 @@ def nothing_left_behind(request: pytest.FixtureRequest) -> Iterator[None]:
     yield
     after = [x for group in leftovers(request.getfixturevalue("client"), f"{OWNER}={OWNER_VALUE}") for x in group]
     assert after == [], f"left behind: {[getattr(x, 'name', x.id) for x in after]}"
-
-
-def workspace(tmp_path: Path, base: str, attack: str = "", files: dict[str, str] | None = None) -> Path:
-    """A copy of control ``base`` with ``attack`` run first when ``verrange`` is imported."""
-    ws = tmp_path / "ws"
-    shutil.copytree(TASK / "controls" / base / "app", ws)
-    if attack:
-        init = ws / "verrange" / "__init__.py"
-        init.write_text(textwrap.dedent(attack) + "\n" + init.read_text())
-    for rel, text in (files or {}).items():
-        (ws / rel).parent.mkdir(parents=True, exist_ok=True)
-        (ws / rel).write_text(textwrap.dedent(text))
-    return ws
-
-
-def messages(result: JudgeResult) -> str:
-    return "\n".join(c.message or "" for c in [*result.collection_errors, *result.tests])
-
-
-def assert_partial_honest(result: JudgeResult) -> None:
-    assert (result.status, result.reward) == ("evaluated", "0"), result.explanation
-    assert sorted(c.test_id for c in result.tests if c.outcome != "passed") == MUST_FAIL
-    assert (result.passed, result.failed) == (41, 2)
-
-
-@contextmanager
-def listener() -> Iterator[socket.socket]:
-    server = socket.socket()
-    server.bind(("127.0.0.1", 0))
-    server.listen(16)
-    server.setblocking(False)
-    try:
-        yield server
-    finally:
-        server.close()
-
-
-def assert_no_connection(server: socket.socket) -> None:
-    with pytest.raises(BlockingIOError):
-        server.accept()
 
 
 # --- the engine, the image ----------------------------------------------------------------------
@@ -505,18 +468,6 @@ def test_forged_reports_do_not_pass(tmp_path: Path, task: Task, sandbox: DockerS
     result = judge(task, workspace(tmp_path, "partial", FORGE.format(action=action, keep=keep)), sandbox)
     assert (result.status, result.reward) == ("evaluated", "0"), result.explanation
     assert why in result.explanation
-
-
-SPARE = """
-import _pytest.reports as _R
-_orig = _R.TestReport.from_item_and_call.__func__
-def _forged(cls, item, call):
-    rep = _orig(cls, item, call)
-    if not any(word in item.nodeid for word in ("procgrade_canary", "canary", "zz_")):
-        rep.outcome, rep.longrepr = "passed", None
-    return rep
-_R.TestReport.from_item_and_call = classmethod(_forged)
-"""
 
 
 def test_a_forger_sparing_the_old_canary_name_is_caught(tmp_path: Path, task: Task, sandbox: DockerSandbox) -> None:
