@@ -158,7 +158,7 @@ class BrowserSession:
         page.wait_for_load_state("load")
         text = page.inner_text("body")
         snapshot = page.locator("body").aria_snapshot()
-        return Observation(page.url, text, snapshot, page.screenshot(full_page=True))
+        return Observation(page.url, text, snapshot, page.screenshot())
 
     def close(self) -> None:
         for context in self._contexts.values():
