@@ -282,7 +282,7 @@ class BrowserVerdict:
 def grade_browser(store: Any, task_dir: str | Path, workspace: str | Path, run_id: str | None = None, *,
                   grader: str | Grader = "scripted", evidence_dir: str | Path, plans: list[str] | None = None,
                   grader_options: dict[str, Any] | None = None, postgres: str = DEFAULT_POSTGRES,
-                  progress: Callable[[str, int, GradeRecord], None] | None = None) -> BrowserVerdict:
+                  progress: Callable[[str, int, GradeRecord], None] | None = None, browser: Any = None) -> BrowserVerdict:
     """Grade ``workspace`` with every plan of the task and append everything to run ``run_id`` in one
     transaction (default: an outcome-only run ``browser/<task>/<workspace sha256[:16]>``)."""
     task = load_browser_task(task_dir)
@@ -292,7 +292,7 @@ def grade_browser(store: Any, task_dir: str | Path, workspace: str | Path, run_i
             raise RunSealedError(f"run {run_id} is sealed; a browser grading cannot be appended", run_id=run_id)
     chosen = grader if not isinstance(grader, str) else make_grader(grader, **(grader_options or {}))
     grading = grade_task(task, workspace, chosen, EvidenceStore(evidence_dir), plans=plans, postgres=postgres,
-                         progress=progress)
+                         progress=progress, browser=browser)
     target = run_id or f"browser/{task.task_id}/{grading.workspace_sha256[:16]}"
     for _ in range(5):
         try:
