@@ -119,11 +119,18 @@ class AgentGrader:
         self.send_screenshots = send_screenshots
 
     def grade(self, plan: Plan, session: BrowserSession, evidence: EvidenceStore) -> GradeRecord:
+        record = GradeRecord(self.name, None, model=self.client.model)
+        try:
+            return self._grade(plan, session, evidence, record)
+        except GraderRuleBroken as exc:
+            exc.record = record
+            raise
+
+    def _grade(self, plan: Plan, session: BrowserSession, evidence: EvidenceStore, record: GradeRecord) -> GradeRecord:
         from playwright.sync_api import Error as PlaywrightError
 
         from oracles.browser_graders import perform
 
-        record = GradeRecord(self.name, None, model=self.client.model)
         overview = "\n".join(f"- step {i + 1}: {s.title}" for i, s in enumerate(plan.steps))
         messages: list[dict[str, Any]] = [{"role": "system", "content": GRADER_RULES + "\n\n"
                                            f"The plan: {plan.title}\nUsers: {', '.join(plan.users)}\n{overview}"}]

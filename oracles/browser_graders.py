@@ -109,7 +109,12 @@ class GradeRecord:
 
 
 class GraderRuleBroken(Exception):
-    """The grader broke a grader rule (an API call, a reload the plan does not allow, ...): the grade is discarded."""
+    """The grader broke a grader rule (an API call, a reload the plan does not allow, ...): the grade is discarded.
+    ``record`` keeps what the grade had recorded until then (its steps, its model), for audit."""
+
+    def __init__(self, message: str, record: "GradeRecord | None" = None) -> None:
+        super().__init__(message)
+        self.record = record
 
 
 @dataclass(frozen=True)

@@ -167,8 +167,10 @@ def _grade_plan(task: BrowserTask, plan: Plan, workspace: Path, grader: Grader, 
                 try:
                     record = grader.grade(plan, session, evidence)
                 except GraderRuleBroken as exc:
-                    return GradeRecord(grader.name, None, discarded=f"grader rule broken: {exc}", seed=seed,
-                                       product=start)
+                    kept = exc.record or GradeRecord(grader.name, None)
+                    kept.passed, kept.failure, kept.discarded = None, None, f"grader rule broken: {exc}"
+                    kept.seed, kept.product = seed, start
+                    return kept
                 except Exception as exc:  # noqa: BLE001 - a crashed grader is an infrastructure fault
                     return GradeRecord(grader.name, None, discarded=f"grader error: {type(exc).__name__}: "
                                        f"{str(exc).strip().splitlines()[0] if str(exc).strip() else ''}",
