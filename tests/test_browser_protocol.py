@@ -179,3 +179,26 @@ def test_a_second_grading_of_the_run_is_a_second_check(store: EventStore, task_d
     (build,) = outcome_builds(load_runs(store)).builds
     assert build.passes is False  # the latest check decides
     assert replay_plan_verdicts(list(store.events(first.run_id))) == {"greeting": ("failed", "failed")}
+
+
+def test_a_failed_seed_fails_the_grade_and_is_recorded(task_dir: Path, tmp_path: Path) -> None:
+    plans = task_dir / "plans"
+    (plans / "seeds").mkdir()
+    (plans / "seeds" / "data.json").write_text('{"users": ["alice"]}')
+    (plans / "seeds" / "seed.py").write_text(
+        "import json, os, sys, urllib.request\n"
+        "data = json.load(open(os.path.join(os.environ['SEED_DIR'], 'seeds', 'data.json')))\n"
+        "print('seeding', data['users'], 'at', sys.argv[1], os.environ['APP_URL'] == sys.argv[1])\n"
+        "urllib.request.urlopen(sys.argv[1] + '/missing-signup-page')\n")
+    text = (plans / "greeting.yaml").read_text()
+    (plans / "greeting.yaml").write_text(text.replace("steps:", "seed: {script: seeds/seed.py, files: [seeds/data.json]}\nsteps:"))
+    grading, grader = _grade(task_dir, tmp_path, {"greeting": ["pass"] * 3})
+    outcome = grading.plans[0]
+    assert grader.made == []  # the grader never ran: every grade failed at the seed
+    assert (outcome.verdict.result, outcome.verdict.grades) == ("failed", 3)
+    record = outcome.grades[0].record
+    assert record.failure == "seeding failed: the seed script exited 1"
+    assert (record.seed["status"], record.seed["exit_code"], record.seed["script"]) == ("failed", 1, "seeds/seed.py")
+    log = EvidenceStore(tmp_path / "evidence").read(record.seed["log_sha256"])
+    assert b"seeding ['alice'] at http://127.0.0.1:" in log and b"True" in log and b"HTTP Error 404" in log
+    assert record.seed["log_sha256"] in record.evidence_digests()
