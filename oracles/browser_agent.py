@@ -1,7 +1,8 @@
 """The agentic browser grader: an LLM operates Chromium through Playwright tools, one plan step at a time.
 
 As ViBench 2.0's grader (Appendix C) it gets one plan and the rules all plans share, acts like a human tester
-through the browser only, writes its actions as it goes (no fixed script, so a build with a different interface
+through the browser only (and at screen coordinates, ``click_at``, when it cannot locate an element), writes
+its actions as it goes (no fixed script, so a build with a different interface
 does not break it), and after each action sees the page's accessibility snapshot (and, when the endpoint takes
 images, a screenshot); only the two newest screens are kept in full, older ones become notes naming their saved
 files. For each step it reports every check with a verdict and a quote of what it saw on screen.
@@ -58,6 +59,8 @@ def _tool(name: str, description: str, properties: dict[str, Any], required: lis
 
 TOOLS = [
     _tool("click", "Click a control, found by role and name, by label, or by visible text.", _LOCATOR, []),
+    _tool("click_at", "Click at screen coordinates of the latest screenshot, when no role, label or text finds "
+          "the control.", {"x": {"type": "integer"}, "y": {"type": "integer"}}, ["x", "y"]),
     _tool("type", "Clear a form field found by its label and type text into it key by key.",
           {"label": {"type": "string"}, "text": {"type": "string"}}, ["label", "text"]),
     _tool("select", "Choose an option (by its visible text) in a select field found by its label.",
@@ -179,6 +182,19 @@ class AgentGrader:
                                                 or str(call.arguments.get("path", "")).startswith(("/api", "//"))):
                         raise GraderRuleBroken(f"step {index + 1}: goto {call.arguments.get('path')!r} is not a page "
                                                "of the product (API calls and other hosts are not allowed)")
+                    if call.name == "click_at":
+                        x, y = call.arguments.get("x"), call.arguments.get("y")
+                        if not isinstance(x, int) or not isinstance(y, int) or not (0 <= x < 4000 and 0 <= y < 4000):
+                            result = "error: x and y must be whole pixel coordinates on the screenshot"
+                        else:
+                            page.mouse.click(x, y)
+                            page.wait_for_load_state("load")
+                            result = "done"
+                        done.append(f"click at ({x}, {y}): {result}")
+                        obs = session.observe(page)
+                        messages.append({"role": "tool", "tool_call_id": call.id,
+                                         "content": f"result: {result}\nThe screen now:\n{show(obs)}"})
+                        continue
                     try:
                         action = _action_of(call.name, call.arguments)
                     except (KeyError, ValueError, TypeError) as exc:

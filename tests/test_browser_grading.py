@@ -175,8 +175,27 @@ def test_graded_runs_rescore_without_a_browser_to_the_same_bytes(tmp_path: Path,
     assert verified.exit_code == 0, verified.output
 
 
+def _clicking_blank_first(inner: Any) -> Any:
+    """Start step 2 with a click at screen coordinates on blank page space, then play honestly."""
+
+    def policy(messages: list[dict[str, Any]]) -> list[tuple[str, dict[str, Any]]]:
+        step_prompts = [i for i, m in enumerate(messages) if m["role"] == "user" and isinstance(m["content"], str)
+                        and m["content"].startswith("Step ")]
+        since = messages[step_prompts[-1]:]
+        if messages[step_prompts[-1]]["content"].startswith("Step 2") and not any(m["role"] == "assistant" for m in since):
+            return [("click_at", {"x": 1000, "y": 700})]
+        ids = {c["id"] for m in messages if m["role"] == "assistant" for c in m.get("tool_calls") or []
+               if c["function"]["name"] == "click_at"}
+        kept = [m for m in messages if not (m["role"] == "assistant" and any(c["id"] in ids for c in m.get("tool_calls") or []))
+                and not (m["role"] == "tool" and m["tool_call_id"] in ids)]
+        return inner(kept)
+
+    return policy
+
+
 @pytest.mark.parametrize(("workspace", "policy", "passed", "discarded"), [
     ("correct", {}, True, None),
+    ("correct", {"click_at": True}, True, None),
     ("no-refusal", {}, False, None),
     ("correct", {"lie": True}, None, "no on-screen evidence: step 1: the check 'The order page greets alice by "
                                      "name' quotes 'Everything works perfectly', which is not on the screen"),
@@ -191,7 +210,9 @@ def test_the_agent_grader_through_a_scripted_endpoint(tmp_path: Path, browser: A
     if workspace != "correct":
         bug = dict(task.planted)[workspace]
         build = apply_plant(task.reference_build, bug, tmp_path / workspace)
-    stub = StubEndpoint(plan_player(plan, **policy))
+    click_at = policy.pop("click_at", False)
+    player = plan_player(plan, **policy)
+    stub = StubEndpoint(_clicking_blank_first(player) if click_at else player)
     evidence = EvidenceStore(tmp_path / "ev")
     with stub.serving() as url:
         record = grade_plan(task, plan, build, AgentGrader(OpenAIChatClient(url, "stub-grader")), browser,
@@ -203,8 +224,39 @@ def test_the_agent_grader_through_a_scripted_endpoint(tmp_path: Path, browser: A
     first = stub.requests[0]
     assert first["model"] == "stub-grader" and {t["function"]["name"] for t in first["tools"]} >= {"click", "report_step"}
     assert "Never work around a defect" in first["messages"][0]["content"]
-    if passed is not None:
+    if click_at:
+        assert record.steps[1].actions == ["click at (1000, 700): done", "click the button 'Place order'"]
+    elif passed is not None:
         assert [s.actions for s in record.steps][1] == ["click the button 'Place order'"]
         assert all(s.screenshot and s.snapshot and s.quotes for s in record.steps)
     if passed is False:
         assert record.failure.startswith("step 2 (Alice tries to place the empty order): A message asks for an item")
+
+
+def test_grade_browser_command_records_the_grading_beside_the_database(tmp_path: Path, task: Any) -> None:
+    name, bug = next((n, b) for n, b in task.planted if b.kind == "no_refusal")
+    planted = apply_plant(task.reference_build, bug, tmp_path / name)
+    db = tmp_path / "p.db"
+    result = CliRunner().invoke(app, ["grade-browser", "--db", str(db), "--task", str(TASK), "--workspace",
+                                      str(planted), "--plan", "empty-order", "--plan", "item-note"])
+    assert result.exit_code == 1, result.output
+    assert "evaluated, reward 0: 1 of 2 graded plans passed" in result.output
+    store = open_store(str(db))
+    try:
+        (run,) = [info.run_id for info in store.runs()]
+        events = list(store.events(run))
+    finally:
+        store.close()
+    assert {e.test_id: e.outcome for e in events if e.kind == "test_result"} == {"empty-order": "failed",
+                                                                                "item-note": "passed"}
+    assert [(e.plan_id, e.attempt, e.passed) for e in events if e.kind == "plan_grade"] == [
+        ("empty-order", 0, False), ("empty-order", 1, False), ("empty-order", 2, False), ("item-note", 0, True)]
+    assert (tmp_path / "p.db.evidence" / "sha256").is_dir()
+    shown = CliRunner().invoke(app, ["outcomes", "--db", str(db), "--by", "run_id"])
+    assert shown.exit_code == 0, shown.output
+    written = CliRunner().invoke(app, ["outcomes", "--db", str(db), "--by", "run_id", "--json", str(tmp_path / "o.json")])
+    assert written.exit_code == 0
+    (group,) = json.loads((tmp_path / "o.json").read_text())["groups"]
+    summary = group["summary"]
+    assert group["builds"][0]["plans"] == {"empty-order": "failed", "item-note": "passed"}
+    assert (summary["pass_at_1"]["exact"], summary["plan_pass_rate"]["exact"]) == ("0/1", "1/2")
