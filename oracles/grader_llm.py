@@ -3,8 +3,8 @@
 The agent grader needs one thing of a model: given the conversation and the tools, the next reply with its tool
 calls. :class:`ChatClient` is that interface; :class:`OpenAIChatClient` implements it with the ``openai``
 package against any OpenAI-compatible endpoint (base URL and model are configuration). The judge layer
-(``judges/``) builds its own client; pointing the grader at it means writing one adapter with this ``chat``
-method, nothing else changes.
+(``judges/``) builds its own client; :class:`JudgeLayerClient` adapts its ``ChatModel`` to this interface, so
+pointing the grader at it is ``AgentGrader(JudgeLayerClient(model))``.
 
 Configuration (arguments win over the environment): ``PROCGRADE_GRADER_BASE_URL``, ``PROCGRADE_GRADER_MODEL``,
 ``PROCGRADE_GRADER_API_KEY`` (else ``OPENAI_API_KEY``; a local endpoint may need none).
@@ -19,7 +19,7 @@ from typing import Any, Protocol
 
 from engine.errors import ProcgradeError
 
-__all__ = ["ToolCall", "ChatReply", "ChatClient", "OpenAIChatClient", "client_from_config"]
+__all__ = ["ToolCall", "ChatReply", "ChatClient", "OpenAIChatClient", "JudgeLayerClient", "client_from_config"]
 
 
 @dataclass(frozen=True)
@@ -66,15 +66,37 @@ class OpenAIChatClient:
         response = self._client.chat.completions.create(model=self.model, messages=messages, tools=tools,
                                                         tool_choice="auto", **options)
         message = response.choices[0].message
-        calls = []
-        for call in message.tool_calls or []:
-            raw = call.function.arguments or ""
-            try:
-                parsed = json.loads(raw) if raw.strip() else {}
-            except json.JSONDecodeError:
-                parsed = None
-            calls.append(ToolCall(call.id, call.function.name, parsed if isinstance(parsed, dict) else None, raw))
+        calls = [_parse_call(call.model_dump(mode="json")) for call in message.tool_calls or []]
         return ChatReply(message.content, calls, response.model or self.model)
+
+
+def _parse_call(call: dict[str, Any]) -> ToolCall:
+    function = call.get("function") or {}
+    raw = function.get("arguments") or ""
+    try:
+        parsed = json.loads(raw) if raw.strip() else {}
+    except json.JSONDecodeError:
+        parsed = None
+    return ToolCall(str(call.get("id", "")), str(function.get("name", "")), parsed if isinstance(parsed, dict) else None,
+                    raw)
+
+
+class JudgeLayerClient:
+    """The judge layer's model (``judges.client.ChatModel``: ``complete(ChatRequest) -> ChatResponse``, with its
+    retries, recorded attempts and key handling) as the grader's :class:`ChatClient`."""
+
+    def __init__(self, chat_model: Any, *, temperature: float | None = None) -> None:
+        self.chat_model, self.temperature = chat_model, temperature
+        endpoint = getattr(chat_model, "endpoint", None)
+        self.model = str(getattr(endpoint, "model", None) or getattr(chat_model, "model", ""))
+
+    def chat(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> ChatReply:
+        from judges.client import ChatRequest
+
+        response = self.chat_model.complete(ChatRequest(messages=tuple(messages), tools=tuple(tools),
+                                                        response_format="none", temperature=self.temperature))
+        return ChatReply(response.content, [_parse_call(dict(c)) for c in response.tool_calls],
+                         response.model or self.model)
 
 
 def client_from_config(base_url: str | None = None, model: str | None = None, api_key: str | None = None,

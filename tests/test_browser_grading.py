@@ -33,7 +33,7 @@ from builders import ev, run_started  # noqa: E402
 from engine.cli import app  # noqa: E402
 from engine.store import open_store  # noqa: E402
 from oracles.browser_agent import AgentGrader  # noqa: E402
-from oracles.browser_graders import CHROMIUM, ScriptedGrader  # noqa: E402
+from oracles.browser_graders import CHROMIUM  # noqa: E402
 from oracles.browser_grading import grade_browser, grade_plan, replay_plan_verdicts  # noqa: E402
 from oracles.browser_plans import apply_plant, load_browser_task  # noqa: E402
 from oracles.evidence_store import EvidenceStore  # noqa: E402

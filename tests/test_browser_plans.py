@@ -7,6 +7,7 @@ import json
 import sqlite3
 import urllib.request
 from pathlib import Path
+from typing import Any
 
 import jsonschema
 import pytest
@@ -174,3 +175,39 @@ def test_a_postgresql_product_gets_a_fresh_database_dropped_afterwards(tmp_path:
     with psycopg.connect(DEFAULT_POSTGRES) as admin:
         left = admin.execute("SELECT datname FROM pg_database WHERE datname = ANY(%s)", (names,)).fetchall()
     assert left == [] and names[0] != names[1]
+
+
+def test_the_judge_layers_model_serves_the_agent_grader(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The adapter speaks the judge layer's ChatModel contract (``complete(ChatRequest) -> ChatResponse``)."""
+    import dataclasses
+    import sys
+    import types
+
+    from oracles.grader_llm import JudgeLayerClient
+
+    @dataclasses.dataclass(frozen=True)
+    class ChatRequest:
+        messages: tuple
+        tools: tuple = ()
+        response_format: str = "json_schema"
+        temperature: float | None = None
+
+    fake = types.ModuleType("judges.client")
+    fake.ChatRequest = ChatRequest  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "judges.client", fake)
+    seen = []
+
+    class Model:
+        endpoint = types.SimpleNamespace(model="judge-model")
+
+        def complete(self, request: ChatRequest) -> Any:
+            seen.append(request)
+            return types.SimpleNamespace(content=None, model="judge-model-2024", tool_calls=(
+                {"id": "c1", "type": "function", "function": {"name": "click", "arguments": '{"text": "Go"}'}},
+                {"id": "c2", "type": "function", "function": {"name": "type", "arguments": "not json"}}))
+
+    client = JudgeLayerClient(Model())
+    reply = client.chat([{"role": "user", "content": "hi"}], [{"type": "function", "function": {"name": "click"}}])
+    assert client.model == "judge-model" and reply.model == "judge-model-2024"
+    assert [(c.id, c.name, c.arguments) for c in reply.tool_calls] == [("c1", "click", {"text": "Go"}), ("c2", "type", None)]
+    assert seen[0].response_format == "none" and seen[0].tools[0]["function"]["name"] == "click"
