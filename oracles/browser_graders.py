@@ -48,8 +48,9 @@ __all__ = [
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]
-#: Milliseconds an action waits for its control to appear and be actionable.
-ACTION_TIMEOUT_MS = 4000
+#: Milliseconds an action waits for its control to appear and be actionable, and a page load may take.
+ACTION_TIMEOUT_MS = 8000
+NAVIGATION_TIMEOUT_MS = 30000
 _EXCERPT = 400
 
 
@@ -155,6 +156,7 @@ class BrowserSession:
                           else route.abort())
             page = context.new_page()
             page.set_default_timeout(ACTION_TIMEOUT_MS)
+            page.set_default_navigation_timeout(NAVIGATION_TIMEOUT_MS)
             page.goto(self.base_url + "/", wait_until="load")
             self._contexts[user], self._pages[user] = context, page
         return self._pages[user]
