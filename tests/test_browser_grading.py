@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -65,14 +66,20 @@ def task():
     return load_browser_task(TASK)
 
 
+def _procgrade(*args: str) -> subprocess.CompletedProcess[str]:
+    """The command line in a process of its own (Playwright's sync API cannot nest in the test's browser)."""
+    return subprocess.run([sys.executable, "-m", "engine.cli", *args], capture_output=True, text=True,
+                          cwd=Path(__file__).resolve().parents[1], timeout=1500)
+
+
 def test_task_validate_prints_table4_with_no_wrong_verdict() -> None:
-    result = CliRunner().invoke(app, ["task", "validate", str(TASK), "--grades", "10", "--bug-grades", "3"])
-    assert result.exit_code == 0, result.output
-    rows = dict(re.findall(r"│ ([A-Z][a-z]+(?: [a-z]+)?)\s*│ (\S+)\s*│", result.output))
+    result = _procgrade("task", "validate", str(TASK), "--grades", "10", "--bug-grades", "3")
+    assert result.returncode == 0, result.stdout + result.stderr
+    rows = dict(re.findall(r"│ ([A-Z][a-z]+(?: [a-z]+)?)\s*│ (\S+)\s*│", result.stdout))
     assert rows == {"Cent off": "0/3", "Reverts": "0/3", "Dropped": "0/3", "No refusal": "0/3", "Timing": "0/3",
                     "Obvious": "0/3", "Two users": "0/3", "Correct build": "70/70"}
-    assert "7 plans x 10 grades; wrong fails 0; every plan passed every grade" in result.output
-    assert "the reference build passed every plan in 10 of 10 grades" in result.output
+    assert "7 plans x 10 grades; wrong fails 0; every plan passed every grade" in result.stdout
+    assert "the reference build passed every plan in 10 of 10 grades" in result.stdout
 
 
 def test_a_build_that_does_not_start_fails_every_plan_with_its_start_log(tmp_path: Path, browser: Any,
@@ -237,10 +244,11 @@ def test_grade_browser_command_records_the_grading_beside_the_database(tmp_path:
     name, bug = next((n, b) for n, b in task.planted if b.kind == "no_refusal")
     planted = apply_plant(task.reference_build, bug, tmp_path / name)
     db = tmp_path / "p.db"
-    result = CliRunner().invoke(app, ["grade-browser", "--db", str(db), "--task", str(TASK), "--workspace",
-                                      str(planted), "--plan", "empty-order", "--plan", "item-note"])
-    assert result.exit_code == 1, result.output
-    assert "evaluated, reward 0: 1 of 2 graded plans passed" in result.output
+    result = _procgrade("grade-browser", "--db", str(db), "--task", str(TASK), "--workspace", str(planted),
+                        "--plan", "empty-order", "--plan", "item-note")
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "evaluated, reward 0: 1 of 2 graded plans passed" in result.stdout
+    assert "empty-order: grade 3 failed" in result.stderr
     store = open_store(str(db))
     try:
         (run,) = [info.run_id for info in store.runs()]
