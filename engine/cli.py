@@ -430,7 +430,7 @@ def schema_grades() -> None:
 
 # --- hidden-test acceptance (oracles/) --------------------------------------------------------
 
-task_app = typer.Typer(help="Task packages for the hidden-test acceptance oracle.", no_args_is_help=True)
+task_app = typer.Typer(help="Task packages: hidden-test acceptance controls and browser test plans.", no_args_is_help=True)
 app.add_typer(task_app, name="task")
 
 BackendOption = Annotated[str, typer.Option("--backend", help="Sandbox back-end: local, or docker.")]
