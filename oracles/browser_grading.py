@@ -189,7 +189,14 @@ def grade_task(task: BrowserTask, workspace: str | Path, grader: Grader, evidenc
     from oracles.sandbox import hash_workspace
 
     workspace = Path(workspace).resolve()
-    chosen = [task.plan(p) for p in plans] if plans else list(task.plans)
+    known = [p.id for p in task.plans]
+    unknown = [p for p in plans or [] if p not in known]
+    if unknown:
+        from engine.errors import InputError
+
+        raise InputError(str(task.plans_dir), None, "plan", f"no plan {', '.join(map(repr, unknown))} "
+                         f"(plans: {', '.join(known)})")
+    chosen = [task.plan(p) for p in dict.fromkeys(plans)] if plans else list(task.plans)
     started_at = _now()
     outcomes: list[PlanOutcome] = []
 

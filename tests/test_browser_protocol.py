@@ -202,3 +202,10 @@ def test_a_failed_seed_fails_the_grade_and_is_recorded(task_dir: Path, tmp_path:
     log = EvidenceStore(tmp_path / "evidence").read(record.seed["log_sha256"])
     assert b"seeding ['alice'] at http://127.0.0.1:" in log and b"True" in log and b"HTTP Error 404" in log
     assert record.seed["log_sha256"] in record.evidence_digests()
+
+
+def test_an_unknown_plan_is_a_located_error(task_dir: Path, tmp_path: Path) -> None:
+    from engine.errors import InputError
+
+    with pytest.raises(InputError, match=r"plans: plan: no plan 'nope' \(plans: farewell, greeting\)"):
+        _grade(task_dir, tmp_path, {"nope": ["pass"]})
