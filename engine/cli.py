@@ -372,6 +372,22 @@ def schema_events() -> None:
     sys.stdout.buffer.write(orjson.dumps(events_json_schema(), option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS) + b"\n")
 
 
+@schema_app.command("plan")
+def schema_plan() -> None:
+    """The JSON Schema of a browser test plan (tasks/<id>/plans/<id>.yaml)."""
+    from oracles.browser_plans import plan_json_schema
+
+    sys.stdout.buffer.write(orjson.dumps(plan_json_schema(), option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS) + b"\n")
+
+
+@schema_app.command("product")
+def schema_product() -> None:
+    """The JSON Schema of a task's product.yaml (how the product under test starts)."""
+    from oracles.browser_plans import product_json_schema
+
+    sys.stdout.buffer.write(orjson.dumps(product_json_schema(), option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS) + b"\n")
+
+
 # --- human and judge grades (engine/grades/) ---------------------------------------------------
 
 grades_app = typer.Typer(help="Human and judge grades: arena grade sheets and DevAI judgments.", no_args_is_help=True)
@@ -414,10 +430,11 @@ def schema_grades() -> None:
 
 # --- hidden-test acceptance (oracles/) --------------------------------------------------------
 
-task_app = typer.Typer(help="Task packages for the hidden-test acceptance oracle.", no_args_is_help=True)
+task_app = typer.Typer(help="Task packages: hidden-test acceptance controls and browser test plans.", no_args_is_help=True)
 app.add_typer(task_app, name="task")
 
 BackendOption = Annotated[str, typer.Option("--backend", help="Sandbox back-end: local, or docker.")]
+GraderOption = Annotated[str, typer.Option("--grader", help="Browser grader: scripted, or agent (an LLM).")]
 
 
 @app.command()
@@ -456,9 +473,21 @@ def accept(
 def task_validate(
     directory: Annotated[Path, typer.Argument(help="Task package folder.")],
     backend: BackendOption = "local",
+    grader: GraderOption = "scripted",
+    grades: Annotated[int, typer.Option("--grades", min=1, help="Browser plans: grades of the reference build per plan.")] = 10,
+    bug_grades: Annotated[int, typer.Option("--bug-grades", min=1, help="Browser plans: grades per planted bug.")] = 3,
 ) -> None:
-    """Judge every control of a task package; exit 1 unless each gets its expected reward."""
+    """Judge every control of a task package; exit 1 unless each gets its expected reward. A package with
+    browser plans (product.yaml, plans/) also has its plans validated: the reference build must pass every
+    plan in every grade and every planted bug's plan must fail every grade (printed like ViBench's Table 4)."""
     from oracles.acceptance import validate_task
+
+    if (directory / "product.yaml").is_file():
+        from oracles.browser_cli import run_validate_plans
+
+        code = run_validate_plans(out, err, directory, grader, grades, bug_grades, {})
+        if not (directory / "source" / "manifest.json").is_file() or code:
+            raise typer.Exit(code)
 
     task, checks = validate_task(directory, backend)
     table = Table("control", "expected", "status", "reward", "passed", "failed", "errored", "ok",
@@ -704,6 +733,37 @@ def calibrate_command(
     render(result, out)
     if json_file is not None:
         json_file.write_bytes(result.to_json())
+
+
+@app.command("grade-browser")
+def grade_browser(
+    task: Annotated[Path, typer.Option("--task", help="Task package folder with product.yaml and plans/.", show_default=False)],
+    workspace: Annotated[Path, typer.Option("--workspace", help="The final workspace of the build.", show_default=False)],
+    run: Annotated[Optional[str], typer.Option("--run", help="Append the grading to this stored run "
+                                               "(default: an outcome-only run browser/<task>/<workspace hash>).")] = None,
+    grader: GraderOption = "scripted",
+    plan: Annotated[Optional[list[str]], typer.Option("--plan", help="Grade only this plan (repeatable).")] = None,
+    evidence: Annotated[Optional[Path], typer.Option("--evidence", help="Evidence folder (default: beside the database, "
+                                                     "<db file>.evidence).")] = None,
+    agent_base_url: Annotated[Optional[str], typer.Option("--agent-base-url", help="OpenAI-compatible endpoint of the "
+                                                          "agent grader (or PROCGRADE_GRADER_BASE_URL).")] = None,
+    agent_model: Annotated[Optional[str], typer.Option("--agent-model", help="Model of the agent grader "
+                                                       "(or PROCGRADE_GRADER_MODEL).")] = None,
+    screenshots: Annotated[bool, typer.Option("--screenshots/--no-screenshots", help="Send the agent grader "
+                                              "screenshots as images too.")] = False,
+    db: DbOption = DEFAULT_DB,
+) -> None:
+    """Grade the final product in Chromium with a task's test plans (re-grade protocol of ViBench 2.0) and
+    append every grade and plan verdict to the run (exit 0 only when every graded plan passed)."""
+    from oracles.browser_cli import grader_options, run_grade_browser
+
+    if not workspace.is_dir():
+        _fail(f"procgrade: the workspace {workspace} is not a folder", 2)
+    with _store(db, create=True) as store:
+        code = run_grade_browser(out, err, store, db, task, workspace, run, grader, evidence, plan,
+                                 grader_options(grader, agent_base_url, agent_model, screenshots))
+    if code:
+        raise typer.Exit(code)
 
 
 def main() -> None:

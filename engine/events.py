@@ -376,6 +376,47 @@ class TestResult(Event):
     message: Text | None = None
 
 
+@event_kind
+class BrowserGradingStarted(Event):
+    """Browser grading of the final product begins: a task's test plans, graded in Chromium
+    (:mod:`oracles.browser_grading`); its plan grades, plan verdicts (``test_result``) and the overall
+    ``acceptance_verdict`` name this event as their parent."""
+
+    kind: Literal["browser_grading_started"] = "browser_grading_started"
+    task_id: Annotated[ColumnText, Field(min_length=1)]
+    plans_sha256: Sha256Hex = Field(description="Hash of the product spec, every plan and every seed file.")
+    grader: Annotated[ColumnText, Field(min_length=1, description="scripted, agent, ...")]
+    workspace_sha256: Sha256Hex | None = Field(default=None, description="Hash of the graded workspace.")
+    plans: list[ColumnText] = Field(description="The plan ids graded, in order.")
+
+
+@event_kind
+class PlanGrade(Event):
+    """One grade of one test plan (ViBench 2.0's protocol: a discarded grade does not count). ``passed`` is
+    absent when the grade is discarded; ``evidence`` lists the digests of its evidence files (screenshots,
+    page text, accessibility snapshots, quotes, start and seed logs) in the evidence store."""
+
+    FREE_FORM_FIELDS: ClassVar[frozenset[str]] = frozenset({"details"})
+
+    kind: Literal["plan_grade"] = "plan_grade"
+    plan_id: Annotated[ColumnText, Field(min_length=1)]
+    attempt: NonNegative = Field(description="0 for the plan's first grade.")
+    grader: Annotated[ColumnText, Field(min_length=1)]
+    passed: bool | None = None
+    discarded: Text | None = Field(default=None, description="Why the grade was discarded.")
+    failure: Text | None = Field(default=None, description="The first failing step and check.")
+    model: ColumnText | None = None
+    evidence: list[Sha256Hex] = Field(default_factory=list)
+    duration_ms: NonNegative | None = None
+    details: dict[str, Any] | None = Field(default=None, description="Steps, actions, checks and quotes.")
+
+    @model_validator(mode="after")
+    def _discarded_or_judged(self) -> "PlanGrade":
+        if (self.passed is None) == (self.discarded is None):
+            raise ValueError("a plan grade either has passed (true/false) or is discarded, not both or neither")
+        return self
+
+
 # --- grades: people and judges grading the run ----------------------------------------------
 
 #: The layers of a grade. The Arena's human grade (seed 002): a per-round score (-2..+1), a
