@@ -40,8 +40,8 @@ NATIVE = DIR / "native_openhands_trajectory.json"
 V1 = DIR / "v1_sdk_events.jsonl"
 
 SAMPLE_LIST = [
-    (EVAL, "openhands", ["openhands/ponylang__ponyc-4595", "openhands/ponylang__ponyc-4593",
-                         "openhands/ponylang__ponyc-4588"]),
+    (EVAL, "openhands", ["openhands/openai/openrouter-llama-4-maverick/ponylang__ponyc-4595", "openhands/openai/openrouter-llama-4-maverick/ponylang__ponyc-4593",
+                         "openhands/openai/openrouter-llama-4-maverick/ponylang__ponyc-4588"]),
     (BASIC, "openhands", ["openhands/runtime_basic"]),
     (INTERACTIONS, "openhands", ["openhands/runtime_basic_interactions"]),
     (WRONG_STATE, "openhands", ["openhands/runtime_wrong_initial_state"]),
@@ -176,8 +176,8 @@ def test_native_openhands_trajectory() -> None:
 
 def test_eval_output_runs() -> None:
     runs = list(eval_runs())
-    assert [r.run_id for r in runs] == ["openhands/ponylang__ponyc-4595", "openhands/ponylang__ponyc-4593",
-                                        "openhands/ponylang__ponyc-4588"]
+    assert [r.run_id for r in runs] == ["openhands/openai/openrouter-llama-4-maverick/ponylang__ponyc-4595", "openhands/openai/openrouter-llama-4-maverick/ponylang__ponyc-4593",
+                                        "openhands/openai/openrouter-llama-4-maverick/ponylang__ponyc-4588"]
     first, second, third = runs
     # Counts per line, from the history (see the per-line comments):
     # line 1: 49 events; 13 runs; 6 editor views + 2 `grep FILE` reads; 1 good str_replace + 2 shell
@@ -446,7 +446,7 @@ def test_eval_line_with_report_resolved_gives_a_verdict(tmp_path: Path) -> None:
                      "error_eval": False, "test_timeout": False}
     path = write_lines(tmp_path / "synthetic_resolved" / "output.jsonl", [row])
     run = read_one(path)
-    assert run.run_id == "openhands/ponylang__ponyc-4595"
+    assert run.run_id == "openhands/openai/openrouter-llama-4-maverick/ponylang__ponyc-4595"
     (verdict,) = of_kind(run, "acceptance_verdict")
     assert (verdict.verifier, verdict.status, verdict.reward, verdict.value, verdict.actor) == (
         "openhands-eval", "evaluated", "1", "resolved", "grader")
@@ -479,7 +479,7 @@ def test_swe_bench_report_layout(store: Any, tmp_path: Path) -> None:
                          "FAIL_TO_PASS": {"success": ["test_a"], "failure": []}}}})
     result = ingest_paths(store, [folder])
     assert [(r.format, r.run_id) for r in result.reports] == [
-        ("openhands", "openhands/ponylang__ponyc-4595"), ("openhands", "openhands/ponylang__ponyc-4593")]
+        ("openhands", "openhands/openai/openrouter-llama-4-maverick/ponylang__ponyc-4595"), ("openhands", "openhands/openai/openrouter-llama-4-maverick/ponylang__ponyc-4593")]
     assert result.unrecognised == []  # both reports are claimed with output.jsonl
 
     resolved, unresolved = read_runs(folder / "output.jsonl")

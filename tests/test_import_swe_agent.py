@@ -32,8 +32,8 @@ REPORT = DIR / "report.json"
 
 SAMPLES = [
     pytest.param(PYDICOM, "swe-agent", "swe-agent/pydicom__pydicom-1458", 30, id="pydicom"),
-    pytest.param(MARSHMALLOW, "swe-agent", "swe-agent/marshmallow-code__marshmallow-1867", 32, id="marshmallow"),
-    pytest.param(MINI, "mini-swe-agent", "mini-swe-agent/native_mini-swe-agent-trajectory", 12, id="mini"),
+    pytest.param(MARSHMALLOW, "swe-agent", "swe-agent/gpt-4o/marshmallow-code__marshmallow-1867", 32, id="marshmallow"),
+    pytest.param(MINI, "mini-swe-agent", "mini-swe-agent/anthropic/claude-3-5-sonnet-20241022/native_mini-swe-agent-trajectory", 12, id="mini"),
 ]
 
 
@@ -196,7 +196,7 @@ def test_report_for_another_instance_is_not_claimed(tmp_path: Path) -> None:
 
 def test_mini_v1_mapping() -> None:
     run = read_one(MINI)
-    assert run.run_id == "mini-swe-agent/native_mini-swe-agent-trajectory"
+    assert run.run_id == "mini-swe-agent/anthropic/claude-3-5-sonnet-20241022/native_mini-swe-agent-trajectory"
     # system, task, 3 x (assistant THOUGHT + bash block, user <returncode> result); the last
     # result is the (empty) submission after `echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT`.
     assert len(run.events) == 12
@@ -259,7 +259,7 @@ def mini_v2_doc() -> dict[str, Any]:
 def test_mini_v2_tool_calls(tmp_path: Path) -> None:
     path = write_json(tmp_path / "demo__demo-1.traj.json", mini_v2_doc())
     run = read_one(path)
-    assert run.run_id == "mini-swe-agent/demo__demo-1"
+    assert run.run_id == "mini-swe-agent/anthropic/claude-3-5-sonnet-20241022/demo__demo-1"
     assert kinds(run) == {"command": 1, "completion_claim": 1, "file_edit": 1, "message": 6, "run_ended": 1,
                           "run_started": 1, "test_run": 1}
     assert actors(run) == {"agent": 7, "harness": 4, "user": 1}
@@ -369,11 +369,11 @@ def test_store_import_is_idempotent_and_scores(store: Any, store_url: str, path:
 def test_directory_import_joins_the_report(store: Any) -> None:
     done = ingest_paths(store, [DIR], format="auto")
     assert sorted((r.format, r.run_id, r.result.appended) for r in done.reports) == [
-        ("mini-swe-agent", "mini-swe-agent/native_mini-swe-agent-trajectory", 12),
-        ("swe-agent", "swe-agent/marshmallow-code__marshmallow-1867", 32),
+        ("mini-swe-agent", "mini-swe-agent/anthropic/claude-3-5-sonnet-20241022/native_mini-swe-agent-trajectory", 12),
+        ("swe-agent", "swe-agent/gpt-4o/marshmallow-code__marshmallow-1867", 32),
         ("swe-agent", "swe-agent/pydicom__pydicom-1458", 30)]
     assert sorted(Path(u).name for u in done.unrecognised) == ["LICENSE", "LICENSE-apache-2.0", "README.md"]
-    stored = list(store.events("swe-agent/marshmallow-code__marshmallow-1867"))
+    stored = list(store.events("swe-agent/gpt-4o/marshmallow-code__marshmallow-1867"))
     verdicts = [e for e in stored if e.kind == "acceptance_verdict"]
     assert [(v.verifier, v.status, v.reward) for v in verdicts] == [("swe-bench", "evaluated", "1")]
     assert [e.group for e in stored if e.kind == "test_result"] == ["FAIL_TO_PASS"] + ["PASS_TO_PASS"] * 3
@@ -471,6 +471,6 @@ def test_truncated_report_is_rejected_with_its_trajectory(store: Any, tmp_path: 
 
 def test_format_named_explicitly(tmp_path: Path) -> None:
     runs = read_runs(MINI, format="mini-swe-agent")
-    assert [r.run_id for r in runs] == ["mini-swe-agent/native_mini-swe-agent-trajectory"]
+    assert [r.run_id for r in runs] == ["mini-swe-agent/anthropic/claude-3-5-sonnet-20241022/native_mini-swe-agent-trajectory"]
     with pytest.raises(InputError, match="nothing here is in the swe-agent format"):
         read_runs(MINI, format="swe-agent")
