@@ -184,8 +184,9 @@ def test_eval_output_runs() -> None:
     #   writes (echo > /workspace/test.c, > test.pony); 1 refused str_replace (id 27: "ERROR: No
     #   replacement"); 21 thoughts + think + finish thought; system/recall/recall-obs kept.
     assert len(first.events) == 56
-    assert kinds(first) == {"command": 13, "completion_claim": 1, "file_edit": 3, "file_read": 8, "message": 25,
-                            "run_ended": 1, "run_started": 1, "source_record": 4}
+    # 3 of the 13 runs compile and run the agent's ./test program: test runs
+    assert kinds(first) == {"command": 10, "completion_claim": 1, "file_edit": 3, "file_read": 8, "message": 25,
+                            "run_ended": 1, "run_started": 1, "source_record": 4, "test_run": 3}
     assert actors(first) == {"agent": 49, "harness": 6, "user": 1}
     # line 2: 69 events; 12 runs; 8 editor views (`grep -r ... /workspace/ponylang__ponyc__0.1`
     #   searches a tree: no read); 11 refused editor calls, one error observation (29) and one
@@ -202,10 +203,13 @@ def test_eval_output_runs() -> None:
     assert actors(third) == {"agent": 102, "harness": 18, "user": 1}
 
     # Exit codes from extras.metadata.exit_code, per command, in order.
-    assert [c.exit_code for c in of_kind(first, "command")] == [0, 0, 0, 0, 0, 0, 0, 127, 2, 2, 127, 0, 127]
+    assert [c.exit_code for c in of_kind(first, "command")] == [0, 0, 0, 0, 0, 0, 0, 2, 2, 0]
+    assert [c.exit_code for c in of_kind(first, "test_run")] == [127, 127, 127]  # ponyc not found: ./test never ran
     assert [c.exit_code for c in of_kind(second, "command") if c.exit_code] == [2, 1]
     assert [c.exit_code for c in of_kind(third, "command") if c.exit_code] == [1, 2, 2, 2, 2, 2, 1, 100, 2, 1, 1, 100]
-    for run in runs:
+    # line 1 compiles the agent's test.pony and runs ./test (a test run; ponyc was not found: exit 127)
+    assert [outcome for _, outcome in test_runs_found(first)] == ["fail"] * 3
+    for run in runs[1:]:
         assert test_runs_found(run) == []  # make / cmake / grep: no test suite was run
         assert of_kind(run, "acceptance_verdict") == [] and of_kind(run, "test_result") == []  # patch only
 

@@ -66,15 +66,17 @@ def test_pydicom_mapping() -> None:
     # 11 observations (none after `submit`) -- all paired with the 12 trajectory steps:
     # create, edit 1:1, python, find_file, open, 3 rejected edits, edit 287:296, python, rm, submit.
     assert len(run.events) == 30
-    assert kinds(run) == {"command": 7, "completion_claim": 1, "file_edit": 4, "file_read": 1, "message": 14,
-                          "run_ended": 1, "run_started": 1, "source_record": 1}
+    # the two `python reproduce_bug.py` runs are reproductions: test runs
+    assert kinds(run) == {"command": 5, "completion_claim": 1, "file_edit": 4, "file_read": 1, "message": 14,
+                          "run_ended": 1, "run_started": 1, "source_record": 1, "test_run": 2}
     assert actors(run) == {"agent": 25, "harness": 4, "user": 1}
 
     claims = of_kind(run, "completion_claim")
     assert [(c.scope, c.claim[:60]) for c in claims] == [
         ("run", "The `reproduce_bug.py` script has been successfully removed.")]
     assert raw_of(claims[0], run=run)["action"] == "submit\n"
-    assert test_runs_found(run) == []  # `python reproduce_bug.py` is a script, not a test suite
+    # `python reproduce_bug.py` is the agent's reproduction: a test run with no outcome (0.x prints no exit codes)
+    assert test_runs_found(run) == [("python reproduce_bug.py", None)] * 2
     assert of_kind(run, "acceptance_verdict") == [] and of_kind(run, "test_result") == []
 
     # Tool edits land on the open file; paths are relative to the repo (/pydicom__pydicom).
@@ -82,13 +84,13 @@ def test_pydicom_mapping() -> None:
         ("reproduce_bug.py", "create"), ("reproduce_bug.py", "modify"),
         ("pydicom/pixel_data_handlers/numpy_handler.py", "modify"), ("reproduce_bug.py", "delete")]
     assert [e.path for e in of_kind(run, "file_read")] == ["pydicom/pixel_data_handlers/numpy_handler.py"]
-    commands = of_kind(run, "command")
+    commands = sorted(of_kind(run, "command") + of_kind(run, "test_run"), key=lambda e: e.seq)
     # The three edits the linter rolled back changed nothing: commands, not edits.
     assert [c.command.split("\n")[0] for c in commands] == [
         "python reproduce_bug.py", 'find_file "numpy_handler.py"', "edit 287:295", "edit 287:295", "edit 287:295",
         "python reproduce_bug.py", "rm reproduce_bug.py"]
     assert all(c.exit_code is None for c in commands)  # SWE-agent records no exit codes: none guessed
-    assert {c.cwd for c in commands} == {"/pydicom__pydicom"}
+    assert {c.cwd for c in commands if c.kind == "command"} == {"/pydicom__pydicom"}
     delete = of_kind(run, "file_edit")[-1]
     assert delete.parent_seq == commands[-1].seq
 
@@ -120,20 +122,23 @@ def test_marshmallow_mapping_with_report() -> None:
     # 11 steps: create, insert, python, ls, find_file, open, rejected edit, edit, python, rm, submit;
     # 24 history items: system, issue, 11 assistant + 11 tool observations.
     assert len(run.events) == 32
-    assert kinds(run) == {"acceptance_verdict": 1, "command": 6, "completion_claim": 1, "file_edit": 4,
-                          "file_read": 1, "message": 13, "run_ended": 1, "run_started": 1, "test_result": 4}
+    assert kinds(run) == {"acceptance_verdict": 1, "command": 4, "completion_claim": 1, "file_edit": 4,
+                          "file_read": 1, "message": 13, "run_ended": 1, "run_started": 1, "test_result": 4,
+                          "test_run": 2}  # python reproduce.py, twice
     assert actors(run) == {"agent": 23, "grader": 5, "harness": 3, "user": 1}
     assert [c.claim for c in of_kind(run, "completion_claim")] == ["Calling `submit` to submit."]
-    assert test_runs_found(run) == []
+    assert test_runs_found(run) == [("python reproduce.py", None)] * 2
 
     assert [(e.path, e.edit_kind) for e in of_kind(run, "file_edit")] == [
         ("reproduce.py", "create"), ("reproduce.py", "modify"), ("src/marshmallow/fields.py", "modify"),
         ("reproduce.py", "delete")]
     assert [e.path for e in of_kind(run, "file_read")] == ["src/marshmallow/fields.py"]
-    commands = of_kind(run, "command")
-    assert [c.command.split(" ")[0] for c in commands] == ["python", "ls", "find_file", "edit", "python", "rm"]
+    commands = sorted(of_kind(run, "command") + of_kind(run, "test_run"), key=lambda e: e.seq)
+    assert [(c.kind, c.command.split(" ")[0]) for c in commands] == [
+        ("test_run", "python"), ("command", "ls"), ("command", "find_file"), ("command", "edit"),
+        ("test_run", "python"), ("command", "rm")]
     assert [c.duration_ms for c in commands] == [330, 217, 220, 685, 321, 215]  # execution_time seconds
-    assert {c.cwd for c in commands} == {"/testbed"} and all(c.exit_code is None for c in commands)
+    assert {c.cwd for c in commands if c.kind == "command"} == {"/testbed"} and all(c.exit_code is None for c in commands)
     # Demonstration texts differ between trajectory and history; steps still pair by action.
     assert all(len(e.payload["source"]) == 2 for e in run.events[3:26])
 
