@@ -244,7 +244,8 @@ def test_eval_output_runs() -> None:
 
     # run endings: two finished lines, one stopped at the iteration limit
     assert [(r.events[-1].kind, r.events[-1].status) for r in runs] == [
-        ("run_ended", "completed"), ("run_ended", "completed"), ("run_ended", "aborted")]
+        ("run_ended", "completed"), ("run_ended", "completed"), ("run_ended", "budget_exhausted")]
+    assert third.events[-1].actor == "harness" and "completion_claim" not in kinds(third)
     assert third.events[-1].reason == ("RuntimeError: Agent reached maximum iteration in headless mode. "
                                        "Current iteration: 50, max iteration: 50")
 

@@ -343,16 +343,18 @@ def test_swe_agent_1x_tools_requery_and_cost_exit(tmp_path: Path) -> None:
     assert "completion_claim" not in kinds(run)
     start, end = run.events[0], of_kind(run, "run_ended")[0]
     assert (start.model, start.harness.version, start.model_settings["temperature"]) == ("claude-x", "1.1.0", 0.0)
-    assert (end.status, end.reason) == ("aborted", "submitted (exit_cost)")
+    assert (end.status, end.reason, end.actor) == ("budget_exhausted", "submitted (exit_cost)", "harness")
     assert [m.actor for m in of_kind(run, "message")[:2]] == ["harness", "user"]
 
 
 def test_exit_status_mapping() -> None:
     assert [swe_agent_run_status(s) for s in ("submitted", "submitted (exit_context)", "exit_format", "exit_api",
-                                               "exit_total_execution_time", "something_new")] == [
-        "completed", "aborted", "failed", "error", "timeout", None]
+                                               "exit_total_execution_time", "something_new", "submitted (exit_cost)",
+                                               "exit_cost", "exit_forfeit", "skipped")] == [
+        "completed", "budget_exhausted", "failed", "error", "timeout", None, "budget_exhausted", "budget_exhausted",
+        "gave_up", "aborted"]
     assert [mini_run_status(s) for s in ("Submitted", "LimitsExceeded", "TimeExceeded", "RuntimeError")] == [
-        "completed", "aborted", "timeout", "error"]
+        "completed", "budget_exhausted", "timeout", "error"]
 
 
 # --- through the store: detection, idempotence, scoring ------------------------------------------------

@@ -257,3 +257,16 @@ def test_strip_terminal() -> None:
     assert strip_terminal("\x1b[?2004l\r{\"a\":1}") == '{"a":1}'
     assert strip_terminal("\x1b]0;title\x07\x1b[1;32mok\x1b[0m") == "ok"
     assert strip_terminal("50%\r100%") == "100%"
+
+
+def test_turn_limit_is_the_harness_not_a_claim(tmp_path: Path) -> None:
+    """Claude Code stopped at its turn limit: budget_exhausted by the harness; the last text
+    is a message, not a completion claim (only a success result makes it one)."""
+    text = json.dumps(_assistant([{"type": "text", "text": "I have fixed the bug and everything is done."}], "a1"))
+    result = json.dumps({"type": "result", "subtype": "error_max_turns", "is_error": True, "session_id": "s1"})
+    run = read_one(_trial(tmp_path, [[0.1, "o", json.dumps(INIT) + "\r\n" + text + "\r\n" + result + "\r\n"]]))
+    (ended,) = of_kind(run, "run_ended")
+    assert (ended.actor, ended.status, ended.reason) == ("harness", "budget_exhausted", "error_max_turns")
+    assert not of_kind(run, "completion_claim")
+    assert [m.text for m in of_kind(run, "message") if m.actor == "agent"] == [
+        "I have fixed the bug and everything is done."]

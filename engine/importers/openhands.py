@@ -31,8 +31,8 @@ condensations are ``compaction`` (harness, or agent when the agent asked for it)
 Paths are relative to the workspace root: ``/workspace``, or the runtime's working directory
 when the stream names it (V0 recall observation, V1 ``base_state.json``).
 
-An eval line ends with ``run_ended`` (its ``error``: the iteration/budget limit -> aborted,
-anything else -> error); a plain stream only when it records a terminal agent state /
+An eval line ends with ``run_ended`` (its ``error``: the iteration/budget/context limit ->
+budget_exhausted, a stuck-loop stop -> aborted, anything else -> error); a plain stream only when it records a terminal agent state /
 execution status. Outcomes: an evaluated ``report`` on the line (verifier
 ``openhands-eval``) or the SWE-bench ``report.json`` next to ``output.jsonl`` (verifier
 ``swe-bench``) with the per-test lists of ``eval_outputs/<instance>/report.json``; a
@@ -336,8 +336,10 @@ def _aggregate_verdict(b: RunBuilder, instance_id: str, outcomes: _EvalOutcomes)
 def _eval_end(b: RunBuilder, envelope: Record) -> None:
     error = envelope.get("error", str, required=False)
     if error:
-        stopped = re.search(r"maximum iteration|budget|max_iterations|stuck", error, re.IGNORECASE)
-        b.add("run_ended", actor="harness", source=envelope, status="aborted" if stopped else "error", reason=error)
+        budget = re.search(r"maximum iteration|budget|max_iterations|max iterations|context window", error, re.IGNORECASE)
+        stopped = re.search(r"stuck", error, re.IGNORECASE)
+        b.add("run_ended", actor="harness", source=envelope,
+              status="budget_exhausted" if budget else "aborted" if stopped else "error", reason=error)
     else:
         b.add("run_ended", actor="harness", source=envelope, status="completed")
 

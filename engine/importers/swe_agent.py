@@ -212,10 +212,14 @@ _SWE_AGENT_KEYS = {"trajectory", "history", "info", "environment", "replay_confi
 _DIRECTORY_LISTING = re.compile(r"Here's the files and directories up to \d+ levels? deep")
 _CURRENT_DIRECTORY = re.compile(r"\(Current directory: ([^)\n]+)\)")
 
+# How a run ended, by SWE-agent's exit status: the harness stopping the model at a cost or
+# context limit is ``budget_exhausted`` (an autosubmission then is the harness's, not a
+# claim), the model leaving without submitting ``gave_up``.
 _RUN_STATUS = {
     "submitted": "completed",
-    "exit_cost": "aborted", "exit_context": "aborted", "exit_forfeit": "aborted", "exit_command": "aborted",
-    "early_exit": "aborted", "skipped": "aborted",
+    "exit_cost": "budget_exhausted", "exit_context": "budget_exhausted",
+    "exit_forfeit": "gave_up", "exit_command": "gave_up", "early_exit": "gave_up",
+    "skipped": "aborted",
     "exit_total_execution_time": "timeout", "exit_command_timeout": "timeout",
     "exit_format": "failed",
     "exit_error": "error", "exit_api": "error", "exit_environment_error": "error",
@@ -223,7 +227,8 @@ _RUN_STATUS = {
 
 
 def swe_agent_run_status(exit_status: str) -> str | None:
-    """``submitted`` -> completed; ``submitted (exit_cost)`` is judged by why it stopped."""
+    """``submitted`` -> completed; ``submitted (exit_cost)`` (the harness autosubmitted) is
+    judged by why it stopped: budget_exhausted."""
     text = exit_status.strip()
     inner = re.match(r"^submitted \((.+)\)$", text)
     if inner:
@@ -635,7 +640,7 @@ _SUBMIT_MARKER = re.compile(
     r"\b(?:echo|printf)\s+['\"]?(?:COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT|MINI_SWE_AGENT_FINAL_OUTPUT)\b")
 _OUTPUT_BLOCK = re.compile(r"<output>\n?(.*?)</output>", re.DOTALL)
 
-_MINI_STATUS = {"Submitted": "completed", "LimitsExceeded": "aborted", "TimeExceeded": "timeout",
+_MINI_STATUS = {"Submitted": "completed", "LimitsExceeded": "budget_exhausted", "TimeExceeded": "timeout",
                 "RepeatedFormatError": "failed", "FormatError": "failed"}
 
 
