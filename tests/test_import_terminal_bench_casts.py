@@ -270,3 +270,17 @@ def test_turn_limit_is_the_harness_not_a_claim(tmp_path: Path) -> None:
     assert not of_kind(run, "completion_claim")
     assert [m.text for m in of_kind(run, "message") if m.actor == "agent"] == [
         "I have fixed the bug and everything is done."]
+
+
+@pytest.mark.parametrize(("failure_mode", "ended", "verdict"), [
+    ("context_length_exceeded", ("budget_exhausted", "context_length_exceeded"), "evaluated"),
+    ("test_timeout", ("completed", "success"), "timeout"),  # the agent had finished; the tests timed out
+    ("unknown_agent_error", ("error", "unknown_agent_error"), "infra_error"),
+])
+def test_how_the_harness_says_the_agent_phase_ended(tmp_path: Path, failure_mode: str, ended: tuple[str, str],
+                                                    verdict: str) -> None:
+    result = json.dumps({"type": "result", "subtype": "success", "is_error": False, "session_id": "s1"})
+    run = read_one(_trial(tmp_path, [[0.1, "o", json.dumps(INIT) + "\r\n" + result + "\r\n"]], failure_mode=failure_mode))
+    (end,) = of_kind(run, "run_ended")
+    assert (end.actor, end.status, end.reason) == ("harness", *ended)
+    assert of_kind(run, "acceptance_verdict")[0].status == verdict
