@@ -167,3 +167,14 @@ def test_cli_flags(tmp_path: Path, store_url: str) -> None:
     assert "swe-agent/my-sys/pydicom__pydicom-1458" in result.output
     bad = CliRunner().invoke(app, ["ingest", str(folder), "--label", "oops", "--db", store_url])
     assert bad.exit_code != 0
+
+
+def test_generic_folders_are_passed_over_not_taken(tmp_path: Path) -> None:
+    for layout in ("home/me/logs", "SWE-agent/trajectories", "exp-1/trajs"):
+        folder = tmp_path / layout
+        folder.mkdir(parents=True)
+        shutil.copy(PYDICOM, folder / PYDICOM.name)
+    tree = open_tree(tmp_path)
+    assert experiment_of(tree, f"home/me/logs/{PYDICOM.name}").system is None
+    assert experiment_of(tree, f"SWE-agent/trajectories/{PYDICOM.name}").system is None
+    assert experiment_of(tree, f"exp-1/trajs/{PYDICOM.name}").system == "exp-1"

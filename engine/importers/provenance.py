@@ -12,7 +12,10 @@ it (:func:`experiment_of`):
 - SWE-agent's run folders (``<model>__<data>__<config>__t-0.00__p-0.95__c-3.00__install-1``,
   ``<config>__<model>__t-0.00__p-1.00__c-3.00___<dataset>``) and OpenHands' eval folders
   (``<model>_maxiter_100_N_v0.9``);
-- the folder above a generic ``trajs``/``trajectories``/``logs`` folder.
+- the folder above a ``trajs`` folder (SWE-bench submissions keep their trajectories there).
+
+Generic folders on the way up (``trajs``, ``trajectories``, ``logs``, ``outputs``, ``results``,
+...) are passed over.
 
 A folder named after the run's own instance (SWE-agent 1.x writes ``<run>/<instance>/
 <instance>.traj``) is skipped. Any other folder is not taken for a system: a file in
@@ -74,7 +77,7 @@ def experiment_of(tree: SourceTree, rel: str, *, instance_id: str | None = None)
     while index >= 0:
         name = folders[index]
         if name == instance_id or name.lower() in _GENERIC:
-            below_generic = below_generic or name.lower() in _GENERIC
+            below_generic = below_generic or name == "trajs"
             index -= 1
             continue
         break
