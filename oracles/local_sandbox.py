@@ -78,6 +78,7 @@ from oracles.sandbox import (
     RUNNER_PROBE,
     RUNNER_PROBE_PRINT,
     LoadedWorkspace,
+    PolicyLines,
     RunOutcome,
     RunSpec,
     Sandbox,
@@ -107,6 +108,8 @@ class Limits:
     scratch_inodes: int = 100_000
     #: Size of each private /dev/shm, /tmp, /var/tmp, /run, /run/lock.
     private_tmp_bytes: int = 64 * MiB
+    #: The memory cgroup's limit for the whole run (every process together), where one can be made.
+    memory_bytes: int = 2 * GiB
     #: RLIMIT_CPU = the wall-clock limit plus this (the wall clock normally ends a run first).
     cpu_margin_sec: int = 30
     #: Largest JUnit report read.
@@ -114,10 +117,16 @@ class Limits:
     output_tail_bytes: int = 8192
 
 
-# The shared probe, plus the interpreter's own paths (the sandbox must keep them visible).
+# The shared probe, plus the interpreter's own paths (the sandbox binds them, read-only, into its
+# fresh root): its prefixes and the library folders on sys.path (site-packages; not a checkout an
+# editable install points at, which would show the tested code that checkout).
 _PROBE = RUNNER_PROBE + r"""
-paths = [sys.executable, os.path.realpath(sys.executable), sys.prefix, sys.base_prefix, sys.exec_prefix,
-         sys.base_exec_prefix] + [p for p in sys.path if p]
+prefixes = [os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix)]
+def library(p):
+    real = os.path.realpath(p)
+    return any(real == x or real.startswith(x + os.sep) for x in prefixes) or \
+        os.path.basename(real) in ("site-packages", "dist-packages")
+paths = [sys.executable, os.path.realpath(sys.executable)] + prefixes + [p for p in sys.path if p and library(p)]
 report["paths"] = sorted({os.path.realpath(p) for p in paths if os.path.exists(p)})
 """ + RUNNER_PROBE_PRINT
 
@@ -134,6 +143,75 @@ _NAMESPACES = ("--net", "--mount", "--pid", "--ipc", "--uts")
 _PRIVATE_DIRS = (("/dev/shm", "1777"), ("/tmp", "1777"), ("/var/tmp", "1777"), ("/run", "0755"),
                  ("/var/run", "0755"), ("/run/lock", "1777"), ("/var/lock", "1777"))
 _ISOLATION: dict[str, Any] = {}
+#: The system's program and library folders bound read-only into the fresh root (a link among
+#: them, e.g. ``/bin -> usr/bin`` on merged-/usr systems, is made as the same link).
+_SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+
+
+class _Cgroup:
+    """One run's memory (and pids) cgroup: cgroup v2 where its memory controller is available
+    to us, else the v1 memory hierarchy; ``None`` from :meth:`make` when neither is writable
+    (the run is then bounded by rlimits only, and the verdict says so)."""
+
+    def __init__(self, paths: list[str], procs: str, kind: str) -> None:
+        self.paths, self.procs, self.kind = paths, procs, kind
+
+    @staticmethod
+    def _v2_root() -> str | None:
+        for top in ("/sys/fs/cgroup", "/sys/fs/cgroup/unified"):
+            try:
+                if "memory" in Path(top, "cgroup.controllers").read_text().split():
+                    return top
+            except OSError:
+                continue
+        return None
+
+    @classmethod
+    def make(cls, name: str, memory_bytes: int, pids: int) -> tuple["_Cgroup | None", str]:
+        top = cls._v2_root()
+        try:
+            if top is not None:
+                with contextlib.suppress(OSError):
+                    Path(top, "cgroup.subtree_control").write_text("+memory +pids")
+                path = Path(top, name)
+                path.mkdir(mode=0o755)
+                try:
+                    (path / "memory.max").write_text(str(memory_bytes))
+                    with contextlib.suppress(OSError):
+                        (path / "memory.swap.max").write_text("0")
+                    with contextlib.suppress(OSError):
+                        (path / "pids.max").write_text(str(pids))
+                except OSError:
+                    path.rmdir()
+                    raise
+                return cls([str(path)], str(path / "cgroup.procs"), "v2"), f"cgroup v2 memory.max {memory_bytes}"
+            v1 = Path("/sys/fs/cgroup/memory")
+            if (v1 / "memory.limit_in_bytes").exists() or (v1 / "cgroup.procs").exists():
+                path = v1 / name
+                path.mkdir(mode=0o755)
+                try:
+                    (path / "memory.limit_in_bytes").write_text(str(memory_bytes))
+                    with contextlib.suppress(OSError):
+                        (path / "memory.memsw.limit_in_bytes").write_text(str(memory_bytes))
+                except OSError:
+                    path.rmdir()
+                    raise
+                return cls([str(path)], str(path / "cgroup.procs"), "v1"), \
+                    f"cgroup v1 memory.limit_in_bytes {memory_bytes} (no cgroup v2 memory controller here)"
+        except OSError as exc:
+            return None, f"none: cannot make a memory cgroup ({exc}); rlimits only"
+        return None, "none: no writable memory cgroup; rlimits only"
+
+    def remove(self) -> None:
+        for path in self.paths:
+            for _ in range(50):
+                try:
+                    os.rmdir(path)
+                    break
+                except FileNotFoundError:
+                    break
+                except OSError:
+                    time.sleep(0.05)
 
 
 _MS_NOSUID, _MS_NODEV, _MS_REMOUNT = 2, 4, 32
@@ -213,7 +291,7 @@ def isolation_available() -> tuple[bool, str]:
         return _ISOLATION["ok"], _ISOLATION["why"]
     ok, why = True, "root; unshare --net --mount --pid --ipc --uts; setpriv; tmpfs"
     tools = {name: shutil.which(name, path=_clean_env()["PATH"])
-             for name in ("unshare", "setpriv", "mount", "umount", "prlimit")}
+             for name in ("unshare", "setpriv", "mount", "umount", "prlimit", "chroot")}
     missing = [name for name, where in tools.items() if where is None]
     if os.geteuid() != 0:
         ok, why = False, "the local back-end isolates with a dedicated uid and namespaces, which needs root"
@@ -306,21 +384,37 @@ class LocalSandbox(Sandbox):
     backend = "local"
 
     def __init__(self, python: str | None = None, *, limits: Limits | None = None, base_dir: str | Path | None = None,
-                 isolate: bool = True) -> None:
+                 isolate: bool = True, packages: Sequence[str | Path] = ()) -> None:
+        #: The judge interpreter (default: procgrade's own); a task with its own judge
+        #: environment gets a virtualenv made from it (:mod:`oracles.judge_env`).
         self.python = python or sys.executable
         self.limits = limits or Limits()
         self.base_dir = Path(base_dir or tempfile.gettempdir()).resolve()
         self.isolate = isolate
+        self.packages = tuple(str(Path(p).resolve()) for p in packages)
+
+    def environment(self, env: Any) -> Any:
+        """The built :class:`~oracles.judge_env.JudgeEnv` (a cached virtualenv) for ``env``."""
+        from oracles.judge_env import EnvBuildError, EnvSpec, ensure_local_env
+
+        spec = EnvSpec(tuple(env.requirements), tuple(env.packages) + self.packages)
+        try:
+            return ensure_local_env(spec, self.python)
+        except EnvBuildError as exc:
+            raise SandboxError(f"judge environment: {exc}") from None
 
     @contextlib.contextmanager
-    def session(self) -> Iterator["LocalSession"]:
+    def session(self, env: Any = None) -> Iterator["LocalSession"]:
         if self.isolate:
             ok, why = isolation_available()
             if not ok:
                 raise SandboxError(f"local sandbox unavailable: {why}")
             if not _reachable_by_others(self.base_dir):
                 raise SandboxError(f"the sandbox base folder {self.base_dir} is not reachable by an unprivileged user")
-        session = LocalSession(self)
+        built = self.environment(env) if env is not None else None
+        session = LocalSession(self, built.python if built is not None else self.python)
+        if built is not None:
+            session._details["judge_env"] = built.describe()
         try:
             yield session
         finally:
@@ -328,8 +422,10 @@ class LocalSandbox(Sandbox):
 
 
 class LocalSession(SandboxSession):
-    def __init__(self, owner: LocalSandbox) -> None:
+    def __init__(self, owner: LocalSandbox, python: str | None = None) -> None:
         self.owner = owner
+        self.python = python or owner.python
+        self.cgroup: _Cgroup | None = None
         self.limits = owner.limits
         self.isolate = owner.isolate
         self.tools: dict[str, str] = _ISOLATION.get("tools") or {
@@ -346,8 +442,10 @@ class LocalSession(SandboxSession):
             if self.isolate:
                 self._mount_root()
                 self.uid = self._pick_uid()
+                self.cgroup, memory = _Cgroup.make(f"procgrade-sandbox-{self.uid}-{os.getpid()}",
+                                                   self.limits.memory_bytes, self.limits.nproc)
                 self._details.update(uid=self.uid, network="none (network namespace)", pid_namespace=True,
-                                     limits=asdict(self.limits))
+                                     limits=asdict(self.limits), memory=memory)
             else:
                 self._details.update(uid=os.geteuid(), network="host", pid_namespace=False,
                                      limits={k: v for k, v in asdict(self.limits).items() if k != "nproc"})
@@ -428,7 +526,9 @@ class LocalSession(SandboxSession):
         return loaded
 
     def runner_modules(self) -> frozenset[str]:
-        return frozenset(_probe_interpreter(self.owner.python)["modules"])
+        info = _probe_interpreter(self.python)
+        self._details.update(python=info.get("version"), pytest=info.get("pytest"), interpreter=self.python)
+        return frozenset(info["modules"])
 
     def inject_tests(self, files: Sequence[SuiteFile]) -> None:
         tests = self.root / "tests"
@@ -465,7 +565,7 @@ class LocalSession(SandboxSession):
         command = fill_template(spec.command_template, {
             "workspace": str(self.workspace), "test_dir": str(self.tests),
             "test_files": [str(self.tests / f) for f in spec.test_files],
-            "junit_xml": str(fifo), "python": self.owner.python,
+            "junit_xml": str(fifo), "python": self.python,
         })
         workdir = spec.workdir_template.replace("{workspace}", str(self.workspace))
         env = _clean_env({"HOME": str(home), "TMPDIR": str(tmp), "USER": SANDBOX_USER, "LOGNAME": SANDBOX_USER})
@@ -505,7 +605,7 @@ class LocalSession(SandboxSession):
             raise SandboxError("the sandbox could not be set up: " + _tail(log_path, 2000).strip())
         return RunOutcome(exit_code=proc.returncode, timed_out=timed_out, duration_ms=duration_ms, report=report,
                           report_problem=report_problem, output_tail=_tail(log_path, self.limits.output_tail_bytes),
-                          command=command, stragglers_killed=stragglers)
+                          command=command, stragglers_killed=stragglers, policy_events=_policy_events(log_path))
 
     # --- isolation -------------------------------------------------------------------------------
 
@@ -521,104 +621,101 @@ class LocalSession(SandboxSession):
         return [self.tools["prlimit"], *options, "--"]
 
     def _isolated_argv(self, spec: RunSpec, workdir: str, command: str) -> list[str]:
+        """The run's command line: ``unshare`` into new namespaces, a prelude (root, in the new
+        mount namespace) that builds a fresh root and joins the memory cgroup, then ``chroot``
+        and ``setpriv`` down to the sandbox uid.
+
+        The fresh root is a small tmpfs holding only read-only binds of what the judge needs:
+        the system's program and library folders (``/usr``, and ``/bin``, ``/lib*``, ``/sbin``
+        as on the host), the judge interpreter's prefixes and library folders (a per-task
+        virtualenv, a pyenv build under ``/root``...), ``/etc/ld.so.cache`` and a generated
+        ``/etc/passwd``; device nodes ``null``, ``zero``, ``full``, ``random``, ``urandom``;
+        a new ``/proc``; private tmpfs ``/tmp``, ``/var/tmp``, ``/dev/shm``, ``/run``,
+        ``/run/lock``; and this sandbox's own folders (workspace and home read-write for the
+        sandbox user, tests read-only, the report FIFO). Nothing else of the host exists there:
+        no other checkout, no home folder, no host socket, not the task package."""
         q = shlex.quote
         root = str(self.root)
-        needed = [root, *_probe_interpreter(self.owner.python)["paths"]]
-        stage = self.root / "judge" / "stage"
-        stage.mkdir(mode=0o700)
+        info = _probe_interpreter(self.python)
+        system = [top for top in _SYSTEM_DIRS if os.path.lexists(top)]
+        needed = _outermost([p for p in info["paths"] if not any(_under(p, top) for top in system
+                                                                  if not os.path.islink(top))])
+        new = str(self.root / "judge" / "newroot")
         lines = ["set -u", "umask 022", "fail() { echo \"procgrade sandbox: $*\" >&2; exit 125; }"]
-        mounted: dict[str, str] = {}
+        if self.cgroup is not None:
+            lines.append(f"echo $$ > {q(self.cgroup.procs)} || fail cgroup")
+        mounts: dict[str, str] = {}
 
-        # 1. private temporary and runtime folders: each an empty tmpfs, so nothing of the host's
-        #    /tmp (other checkouts, other judgements), /run (Unix sockets: databases, the Docker
-        #    engine) or /dev/shm is reachable. What the run needs from under one (the sandbox
-        #    root, an interpreter living in /tmp) is first bound to a keep point on the private
-        #    /dev/shm, then bound back at the same path on the new tmpfs.
-        size = self.limits.private_tmp_bytes
-        keep_base = "/dev/shm/.procgrade-keep"
-        keeps = 0
-        done: set[str] = set()
-        for name, mode in _PRIVATE_DIRS:
-            real = os.path.realpath(name)
-            if real in done or not os.path.isdir(real):
-                continue
-            done.add(real)
-            if any(_under(real, p) for p in needed):
-                raise SandboxError(f"the sandbox cannot hide {real}: the run needs all of it")
-            kept = _outermost([p for p in needed if _under(p, real)])
-            if kept and (_under(real, "/dev/shm") or "/dev/shm" not in done):
-                raise SandboxError(f"the sandbox cannot keep {kept[0]} while hiding {real}")
-            saved = []
-            for path in kept:
-                point = f"{keep_base}/{keeps}"
-                keeps += 1
-                make = "mkdir" if os.path.isdir(path) else "touch"
-                lines.append(f"{make} {q(point)} && mount --rbind {q(path)} {q(point)} || fail keep {q(path)}")
-                saved.append((path, point, make))
-            lines.append(f"mkdir -p {q(real)} && mount -t tmpfs -o size={size},mode={mode},nosuid,nodev procgrade-private "
-                         f"{q(real)} || fail private {q(real)}")
-            for path, point, make in saved:
-                remove = "rmdir" if make == "mkdir" else "rm -f"
-                lines.append(f"mkdir -p {q(os.path.dirname(path))} && {make} {q(path)} && mount --rbind {q(point)} "
-                             f"{q(path)} && umount -l {q(point)} && {remove} {q(point)} || fail restore {q(path)}")
-            if real == "/dev/shm":
-                lines.append(f"mkdir -m 0700 {q(keep_base)} || fail keep")
-            mounted[real] = f"private tmpfs {size}" + (f", keeping {', '.join(kept)}" if kept else "")
-        if "/dev/shm" in done:
-            lines.append(f"rmdir {q(keep_base)} || fail keep")
+        def bind(src: str, ro: bool = True, flags: str = "nosuid,nodev") -> None:
+            dst = new + src
+            make = "mkdir -p" if os.path.isdir(src) else f"mkdir -p {q(os.path.dirname(dst))} && touch"
+            lines.append(f"{make} {q(dst)} && mount --rbind {q(src)} {q(dst)} || fail bind {q(src)}")
+            if ro:
+                lines.append(f"mount -o remount,bind,ro,{flags} {q(dst)} || fail read-only {q(src)}")
 
-        # 2. closed folders on the way to the interpreter: keep only that way.
-        closed: dict[str, set[str]] = {}
-        for path in needed:
-            parts = Path(path).parts
-            for depth in range(1, len(parts)):
-                ancestor, child = str(Path(*parts[:depth])), parts[depth]
-                try:
-                    mode = os.stat(ancestor).st_mode
-                except OSError:
-                    break
-                if not mode & stat.S_IXOTH:
-                    closed.setdefault(ancestor, set()).add(child)
-        n = 0
-        for ancestor in sorted(closed, key=lambda a: len(Path(a).parts), reverse=True):
-            if _under(root, ancestor):
-                raise SandboxError(f"the sandbox lies under {ancestor}, which an unprivileged user cannot enter")
-            pairs = []
-            for child in sorted(closed[ancestor]):
-                src = os.path.join(ancestor, child)
-                if not os.path.exists(src):
-                    continue
-                tgt = str(stage / str(n))
-                n += 1
-                make = "mkdir" if os.path.isdir(src) else "touch"
-                lines.append(f"{make} {q(tgt)} && mount --rbind {q(src)} {q(tgt)} || fail stage {q(src)}")
-                pairs.append((src, tgt, make))
-            lines.append(f"mount -t tmpfs -o size=1m,mode=0755,nosuid,nodev procgrade-expose {q(ancestor)} "
-                         f"|| fail expose {q(ancestor)}")
-            for src, tgt, make in pairs:
-                lines.append(f"{make} {q(src)} && mount --rbind {q(tgt)} {q(src)} || fail expose {q(src)}")
-            mounted[ancestor] = "only " + ", ".join(sorted(closed[ancestor]))
-
-        # 3. hidden paths (the task package).
-        for hidden in spec.hide:
-            real = os.path.realpath(hidden)
-            if not os.path.exists(real) or any(_under(p, real) for p in needed):
-                continue
-            # (absent from the sandbox when it lay in a private folder: nothing to hide then)
-            if os.path.isdir(real):
-                lines.append(f"[ ! -e {q(real)} ] || mount -t tmpfs -o ro,size=4k,mode=0755,nosuid,nodev "
-                             f"procgrade-hidden {q(real)} || fail hide {q(real)}")
+        lines.append(f"mkdir -m 0755 {q(new)} && mount -t tmpfs -o size=16m,mode=0755,nosuid procgrade-root {q(new)} "
+                     f"|| fail root")
+        for top in system:
+            if os.path.islink(top):
+                lines.append(f"ln -s {q(os.readlink(top))} {q(new + top)} || fail link {q(top)}")
             else:
-                lines.append(f"[ ! -e {q(real)} ] || mount --bind /dev/null {q(real)} || fail hide {q(real)}")
-            mounted[real] = "hidden"
-        self._details["mounts"] = mounted
+                bind(top, flags="nosuid")
+        mounts["/"] = ("fresh tmpfs root; read-only: " + ", ".join(t for t in system if not os.path.islink(t))
+                       + (", " + ", ".join(needed) if needed else ""))
 
-        if "/run" in done:  # mount(8) keeps its table there: the private /run is left empty but for /run/lock
-            lines.append("rm -rf /run/mount || fail clean /run")
-        lines.append(f": > {q(str(self.root / 'judge' / 'prelude.ok'))} || fail marker")
+        # private temporary and runtime folders, then what lives under them (the sandbox root,
+        # an interpreter living in /tmp) bound back at its own path.
+        size = self.limits.private_tmp_bytes
+        for name, mode in _PRIVATE_DIRS:
+            if name in ("/var/run", "/var/lock"):
+                continue
+            lines.append(f"mkdir -p {q(new + name)} && mount -t tmpfs -o size={size},mode={mode},nosuid,nodev "
+                         f"procgrade-private {q(new + name)} || fail private {q(name)}")
+        lines.append(f"ln -s /run {q(new + '/var/run')} && ln -s /run/lock {q(new + '/var/lock')} || fail links")
+        for name, _ in _PRIVATE_DIRS:
+            if name in ("/var/run", "/var/lock"):
+                continue
+            kept = [p for p in [root, *needed] if _under(p, name)]
+            real = os.path.realpath(name)
+            kept += [p for p in [root, *needed] if real != name and _under(p, real) and p not in kept]
+            mounts[name] = f"private tmpfs {size}" + (f", keeping {', '.join(kept)}" if kept else "")
+        for path in needed:
+            bind(path)
+        lines.append(f"mkdir -p {q(new + '/etc')} {q(new + '/dev')} {q(new + '/proc')} || fail folders")
+        for f in ("/etc/ld.so.cache", "/etc/localtime"):
+            if os.path.isfile(f):
+                bind(os.path.realpath(f) if f == "/etc/ld.so.cache" else f)
         uid = self.uid
+        lines.append(f"printf '%s\\n' 'root:x:0:0:root:/root:/usr/sbin/nologin' "
+                     f"'{SANDBOX_USER}:x:{uid}:{uid}:procgrade sandbox:/nonexistent:/usr/sbin/nologin' "
+                     f"> {q(new + '/etc/passwd')} && printf '%s\\n' 'root:x:0:' '{SANDBOX_USER}:x:{uid}:' "
+                     f"> {q(new + '/etc/group')} || fail passwd")
+        lines.append(f"mount -t tmpfs -o size=64k,mode=0755,nosuid procgrade-dev {q(new + '/dev')} || fail dev")
+        for dev in ("null", "zero", "full", "random", "urandom"):
+            lines.append(f"touch {q(new + '/dev/' + dev)} && mount --bind /dev/{dev} {q(new + '/dev/' + dev)} "
+                         f"|| fail dev {dev}")
+        lines.append(f"ln -s /proc/self/fd {q(new + '/dev/fd')} && ln -s /proc/self/fd/0 {q(new + '/dev/stdin')} && "
+                     f"ln -s /proc/self/fd/1 {q(new + '/dev/stdout')} && ln -s /proc/self/fd/2 {q(new + '/dev/stderr')} "
+                     f"|| fail dev links")
+        lines.append(f"mkdir {q(new + '/dev/shm')} && mount -t tmpfs -o size={size},mode=1777,nosuid,nodev "
+                     f"procgrade-private {q(new + '/dev/shm')} || fail private /dev/shm")
+        lines.append(f"mount -t proc -o nosuid,nodev,noexec proc {q(new + '/proc')} || fail proc")
+
+        # this sandbox's folders: the workspace and home read-write, the tests read-only
+        lines.append(f"mkdir -p {q(new + root)} || fail sandbox root")
+        for sub, ro in (("workspace", False), ("tests", True), ("report", False), ("home", False), ("tmp", False)):
+            if (self.root / sub).exists():
+                bind(f"{root}/{sub}", ro=ro)
+        for hidden in spec.hide:  # the task package: in no bound folder unless the interpreter holds it
+            real = os.path.realpath(hidden)
+            if not any(_under(real, p) for p in [*needed, *system]):
+                mounts[real] = "hidden"
+        self._details["mounts"] = mounts
+        self._details["root_fs"] = "fresh tmpfs root (chroot), read-only binds of the system and interpreter folders"
+
+        lines.append(f": > {q(str(self.root / 'judge' / 'prelude.ok'))} || fail marker")
         lines.append(
-            f"exec {' '.join(q(a) for a in self._prlimit(spec.timeout_sec))} "
+            f"exec {' '.join(q(a) for a in self._prlimit(spec.timeout_sec))} {q(self.tools['chroot'])} {q(new)} "
             f"{q(self.tools['setpriv'])} --reuid={uid} --regid={uid} --clear-groups --inh-caps=-all "
             f"--bounding-set=-all --no-new-privs -- /bin/sh -c 'cd \"$1\" || exit 126; exec /bin/sh -c \"$2\"' "
             f"{SANDBOX_USER} \"$1\" \"$2\""
@@ -633,11 +730,26 @@ class LocalSession(SandboxSession):
         if self.uid is not None and not self._swept:
             with contextlib.suppress(SandboxError):
                 _kill_uid(self.uid)
+        if self.cgroup is not None:
+            self.cgroup.remove()
+            self.cgroup = None
         if self.mounted:
             if not _sys_umount(str(self.root)):
                 subprocess.run([self.tools["umount"], "-l", str(self.root)], capture_output=True, env=_clean_env())
             self.mounted = False
         shutil.rmtree(self.root, ignore_errors=True)
+
+
+def _policy_events(path: Path) -> list[dict[str, Any]]:
+    """The launcher's ``procgrade-policy`` lines in the run's whole output."""
+    lines = PolicyLines()
+    try:
+        with open(path, "rb") as handle:
+            while block := handle.read(1 << 20):
+                lines.feed(block)
+    except OSError:
+        pass
+    return lines.finish()
 
 
 def _tail(path: Path, size: int) -> str:

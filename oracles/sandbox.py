@@ -47,6 +47,7 @@ __all__ = [
     "VENV_DIRS",
     "RUNNER_PROBE",
     "RUNNER_PROBE_PRINT",
+    "PolicyLines",
 ]
 
 #: Bytecode caches are derived data and are not judged: a stale or crafted ``.pyc`` whose
@@ -89,6 +90,45 @@ report = {"modules": modules, "pytest": pytest.__version__, "version": sys.versi
 
 #: Prints the probe's report (appended last).
 RUNNER_PROBE_PRINT = "print(json.dumps(report, sort_keys=True))\n"
+
+
+#: A line the launcher writes for each refused attempt (``procgrade-policy {json}``).
+POLICY_MARK = b"procgrade-policy "
+MAX_POLICY_EVENTS = 100
+
+
+class PolicyLines:
+    """Collects the launcher's ``procgrade-policy`` lines from a run's output, fed in chunks."""
+
+    def __init__(self) -> None:
+        self.partial = b""
+        self.events: list[dict[str, Any]] = []
+
+    def feed(self, chunk: bytes) -> None:
+        data = self.partial + chunk
+        lines = data.split(b"\n")
+        self.partial = lines.pop()[-4096:]
+        for line in lines:
+            self._line(line)
+
+    def _line(self, line: bytes) -> None:
+        line = line.strip()
+        if not line.startswith(POLICY_MARK) or len(self.events) >= MAX_POLICY_EVENTS:
+            return
+        import json
+
+        try:
+            event = json.loads(line[len(POLICY_MARK):].decode("utf-8", "replace"))
+        except ValueError:
+            return
+        if isinstance(event, dict) and event not in self.events:
+            self.events.append({k: str(v)[:300] for k, v in sorted(event.items())})
+
+    def finish(self) -> list[dict[str, Any]]:
+        if self.partial:
+            self._line(self.partial)
+            self.partial = b""
+        return self.events
 
 
 class SandboxError(ProcgradeError):
@@ -135,6 +175,9 @@ class RunOutcome:
     command: str = ""
     #: Processes of the sandbox still alive after the run that the back-end had to kill.
     stragglers_killed: int = 0
+    #: What the judge's launcher refused while the tests ran (``{kind, name, detail}``, see
+    #: :mod:`oracles.judge_launcher`), read from the run's output.
+    policy_events: list[dict[str, Any]] = field(default_factory=list)
 
 
 class SandboxSession(ABC):
@@ -164,9 +207,14 @@ class Sandbox(ABC):
     """A back-end: makes fresh sessions."""
 
     backend: str = ""
+    #: Local packages (folders with ``pyproject.toml``, or wheels) added to every judge
+    #: environment this back-end builds (e.g. an upstream a control wraps, in tests).
+    packages: tuple[str, ...] = ()
 
     @abstractmethod
-    def session(self) -> AbstractContextManager[SandboxSession]: ...
+    def session(self, env: Any = None) -> AbstractContextManager[SandboxSession]:
+        """A fresh session; ``env`` (an :class:`oracles.judge_env.EnvSpec`): run it in that
+        task's judge environment (built once, cached) instead of the default one."""
 
 
 # --- shared helpers ---------------------------------------------------------------------------
