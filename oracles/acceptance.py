@@ -152,18 +152,28 @@ class JudgeResult:
         return next((c.outcome for c in self.tests if c.test_id == test_id), None)
 
 
-def make_sandbox(backend: str = "local") -> Sandbox:
-    """The back-end named ``backend`` with its default settings."""
+def make_sandbox(backend: str = "local", *, python: str | None = None, image: str | None = None,
+                 packages: Sequence[str | Path] = ()) -> Sandbox:
+    """The back-end named ``backend``: ``python`` is the local back-end's judge interpreter
+    (and the base of its per-task environments), ``image`` the Docker back-end's judge image
+    (and the base of its per-task layers); ``packages`` are local packages added to every
+    per-task judge environment."""
     if backend == "local":
+        if image is not None:
+            raise ProcgradeError("--image chooses the docker back-end's judge image; the local back-end takes --python")
         from oracles.local_sandbox import LocalSandbox
 
-        return LocalSandbox()
+        if python is not None and not (os.path.isfile(python) and os.access(python, os.X_OK)):
+            raise ProcgradeError(f"the judge interpreter {python} is not an executable file")
+        return LocalSandbox(python, packages=packages)
     if backend == "docker":
+        if python is not None:
+            raise ProcgradeError("--python chooses the local back-end's interpreter; the docker back-end takes --image")
         try:
             from oracles.docker_sandbox import DockerSandbox
         except ImportError as exc:
             raise ProcgradeError(f"the docker back-end is not available: {exc}") from None
-        return DockerSandbox()
+        return DockerSandbox(image, packages=packages)
     raise ProcgradeError(f"unknown sandbox back-end {backend!r} (available: local, docker)")
 
 
@@ -745,6 +755,33 @@ class ControlCheck:
     ok: bool
     problem: str = ""
 
+    @property
+    def seconds(self) -> float:
+        """How long judging this control took (wall clock)."""
+        return self.result.duration_ms / 1000
+
+
+def _must_fail_problem(task: Task, want: list[str], result: JudgeResult) -> str:
+    """Procgrade's layout: exactly ``want`` fail (or error), all others pass. Zero2Repo's: each
+    entry is a test-id suffix that must be reported failed (not errored)."""
+    if task.layout == "zero2repo":
+        missing = []
+        for entry in want:
+            hits = [c for c in result.tests if c.test_id == entry or c.test_id.endswith("::" + entry)
+                    or c.test_id.endswith("/" + entry) or c.test_id.endswith(entry)]
+            if not any(c.outcome == "failed" for c in hits):
+                missing.append(entry)
+        return f"must_fail_tests not reported FAILED: {', '.join(missing[:3])}" if missing else ""
+    wanted = set(want)
+    failing = {c.test_id for c in result.tests if c.outcome in ("failed", "error")}
+    others = {c.test_id for c in result.tests if c.outcome != "passed"} - wanted
+    if failing != wanted or others or result.collection_errors:
+        extra = sorted((failing | others) - wanted)
+        missing = sorted(wanted - failing)
+        return "must_fail_tests mismatch" + (f"; also failing: {', '.join(extra[:3])}" if extra else "") + (
+            f"; not failing: {', '.join(missing[:3])}" if missing else "")
+    return ""
+
 
 def validate_task(task_dir: str | Path, backend: str = "local", *, sandbox: Sandbox | None = None,
                   timeout_sec: float | None = None) -> tuple[Task, list[ControlCheck]]:
@@ -762,13 +799,6 @@ def validate_task(task_dir: str | Path, backend: str = "local", *, sandbox: Sand
         elif result.status in ("infra_error", "timeout"):
             problem = f"reward {expected} but status {result.status}"
         elif control.expect.must_fail_tests is not None:
-            want = set(control.expect.must_fail_tests)
-            failing = {c.test_id for c in result.tests if c.outcome in ("failed", "error")}
-            others = {c.test_id for c in result.tests if c.outcome != "passed"} - want
-            if failing != want or others or result.collection_errors:
-                extra = sorted((failing | others) - want)
-                missing = sorted(want - failing)
-                problem = "must_fail_tests mismatch" + (f"; also failing: {', '.join(extra[:3])}" if extra else "") + (
-                    f"; not failing: {', '.join(missing[:3])}" if missing else "")
+            problem = _must_fail_problem(task, control.expect.must_fail_tests, result)
         checks.append(ControlCheck(name, control.expect.reward, result, not problem, problem))
     return task, checks

@@ -236,6 +236,12 @@ def load_zero2repo(root: Path, milestone: str, problems: Any) -> dict[str, Any] 
     tests = r.read(tpath)
     if not (root / "public").is_dir():
         problems.add(root / "public", None, "missing: the public specification folder")
+    recipe = root / "source" / "recipe.lock.json"
+    if recipe.exists():
+        notices.append(f"{recipe}: not read: procgrade builds the judge environment from runner.install_command, "
+                       "not from the case's image recipe")
+    if (mdir / "run_acceptance.sh").exists():
+        notices.append(f"{mdir / 'run_acceptance.sh'}: not run: procgrade runs the test manifest's pytest command")
     if manifest is None or tests is None or denylist is None:
         return None
 
