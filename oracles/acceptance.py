@@ -1,5 +1,9 @@
 """The hidden-test acceptance oracle: judge a submitted workspace against a task's hidden suite.
 
+Tasks come in procgrade's layout or as Zero2Repo case packages read unchanged
+(:mod:`oracles.zero2repo`); a task's pinned test dependencies are judged in its own cached
+environment (:mod:`oracles.judge_env`), named in ``details.sandbox.judge_env``.
+
 :func:`judge` is pure (no store): copy the workspace into a fresh sandbox, scan it
 (runner shadows and the denylist) before any test exists there, inject the hidden
 suite, run it isolated with a wall-clock limit, and decide from the JUnit report.
@@ -13,8 +17,12 @@ Statuses, kept apart (``acceptance_verdict.status``):
     consistent (every testcase belongs to a hidden test file, none twice, totals agree),
     at least one hidden test ran, every reported test passed (none failed, errored or
     was skipped: a skipped hidden test is not a pass), no test module failed to import,
-    the number of tests equals ``expected_test_count`` when the manifest gives it, and
-    every test visible in the test files' text was reported. Otherwise ``"0"``.
+    the number of tests equals ``expected_test_count`` when the manifest gives it,
+    every test visible in the test files' text was reported, and the tested code made no
+    attempt the judge-time import ban refused (``details.policy_events``: the launcher,
+    :mod:`oracles.judge_launcher`, runs every ``{python} -m pytest`` command with a
+    meta-path finder and an audit hook in force; an attempt costs the reward even when
+    the code catches the ``ImportError``). Otherwise ``"0"``.
 ``rejected``
     The static scan found a banned import, compiled code it cannot read, a link out of the
     workspace, or a runner shadow (:mod:`oracles.denylist`); no test was injected or run.

@@ -21,15 +21,21 @@ One judgement gets (all verified on the development machine, see the tests):
   its own processes, and when its first process ends or the judge kills ``unshare``
   the kernel kills every process left in it, daemons included), an IPC namespace (the
   host's SysV shared memory, semaphores and message queues are invisible, and those the
-  run makes go with it), a UTS namespace, and a mount namespace in which ``/dev/shm``,
-  ``/tmp``, ``/var/tmp``, ``/run`` (mode 0755: no Unix socket of the host's services,
-  PostgreSQL, MySQL, the Docker engine, is reachable; ``/var/run`` links to it) and
-  ``/run/lock`` are small empty private tmpfs, with only what the run needs bound back
-  at its own path (the sandbox root, which may live in ``/tmp``, and an interpreter that
-  lives there), the task package is hidden behind an empty read-only tmpfs (its
-  controls, reference code and sources), and closed folders on the way to the
-  interpreter (``/root`` when Python lives in ``/root/.pyenv``) are replaced by a tmpfs
-  exposing only that way;
+  run makes go with it), a UTS namespace, and a mount namespace in which the run's
+  **root is a fresh tmpfs** (``chroot``) holding only read-only binds of what the judge
+  needs: ``/usr`` (and ``/bin``, ``/lib*``, ``/sbin`` as on the host), the judge
+  interpreter's prefixes and library folders (a per-task virtualenv, a pyenv build under
+  ``/root``; never a checkout an editable install points at), ``/etc/ld.so.cache`` and a
+  generated ``/etc/passwd``, the device nodes ``null``, ``zero``, ``full``, ``random``,
+  ``urandom``, a new ``/proc``, small empty private tmpfs on ``/dev/shm``, ``/tmp``,
+  ``/var/tmp``, ``/run`` and ``/run/lock`` (no Unix socket of the host's services,
+  PostgreSQL, MySQL, the Docker engine, exists there), and this sandbox's own folders
+  bound back at their own paths. Nothing else of the host exists in it: no other
+  checkout, no home folder, not the task package (its controls, reference code and
+  sources);
+- **a memory cgroup** for the whole run (every process together): cgroup v2 where its
+  memory controller is available, else the v1 memory hierarchy (``details.memory`` says
+  which, or that none could be made and only rlimits apply);
 - **resource limits** (``setrlimit`` by ``prlimit`` just before ``setpriv``; no Python code
   runs between fork and exec, so judging from a threaded program is safe): ``RLIMIT_NPROC`` (fork bombs),
   ``RLIMIT_FSIZE`` (one file cannot fill the disk; the tmpfs bounds the sum),
@@ -44,12 +50,8 @@ rewritten after it (an ``atexit`` hook), arrives as a second document and makes 
 report unreadable, never a pass. The tested code cannot read the FIFO, delete it or
 create files beside it.
 
-Not isolated (a known limit of this back-end; the Docker back-end closes it): the
-host's world-readable files outside those private folders stay readable (other
-checkouts elsewhere than ``/tmp``, for instance), and a Unix socket the host keeps
-outside them with permissions open to every user would be reachable (none is on the
-development machine: every socket lives under ``/run``); CPU time is not shared fairly,
-memory is bounded per process, not in total.
+Not isolated (a known limit of this back-end): CPU time is not shared fairly (no CPU
+controller is used), and the system folders bound into the root (``/usr``) are the host's.
 """
 
 from __future__ import annotations

@@ -10,6 +10,9 @@ Layout (paper, Appendix B; the sample ``tasks/verrange/README.md`` explains ever
     controls/<name>/app/                    a workspace to judge as a submission
     controls/<name>/expect.json             the reward it must get (ControlExpect)
 
+A folder whose ``source/manifest.json`` has ``case_id`` is a Zero2Repo case package and is
+read as it is by :mod:`oracles.zero2repo` (its own field names and semantics).
+
 Everything is checked on load and every problem is reported as ``FILE: field: reason``
 (all of them at once, one per line). The JSON files are read with strict models
 that forbid unknown keys: a typo in a field name is an error, not a default.
