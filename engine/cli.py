@@ -460,6 +460,8 @@ def accept(
     out.print(Text(f"suite {result.suite_sha256[:16]}  workspace {(result.workspace_sha256 or '-')[:16]}  "
                    f"back-end {result.backend}  {result.duration_ms} ms  {len(verdict.events)} events appended"))
     out.print(Text(result.explanation))
+    for notice in result.details.get("not_honoured", []):
+        out.print(Text(f"not honoured: {notice}"))
     if not result.accepted:
         raise typer.Exit(1)
 

@@ -26,7 +26,7 @@ from engine.errors import ProcgradeError
 from oracles.acceptance import JudgeResult, judge, make_sandbox, validate_task
 from oracles.denylist import find_shadows
 from oracles.judge_env import EnvSpec, parse_install_command
-from oracles.local_sandbox import LocalSandbox, isolation_available
+from oracles.local_sandbox import Limits, LocalSandbox, isolation_available
 from oracles.task_package import TaskPackageError, load_task
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "zero2repo"
@@ -262,7 +262,9 @@ def test_pinned_test_dependencies_are_the_versions_judging(tmp_path: Path, sandb
                   lambda d: d.update(test_files=d["test_files"] + ["tests/F09_acceptance.py"]))
 
     root = case_copy(tmp_path, add)
-    result = judge(load_task(root), CASE / "controls/reference/app", sandbox)
+    task = load_task(root)
+    sandbox.environment(task.env)  # built (or found) before judging: judging itself only uses it
+    result = judge(task, CASE / "controls/reference/app", sandbox)
     assert (result.status, result.reward, result.passed) == ("evaluated", "1", 48), result.explanation
     env = result.details["sandbox"]["judge_env"]
     assert env["requirements"] == ["pytest==8.3.5", "freezegun==1.5.2"]
@@ -339,6 +341,42 @@ def test_a_built_name_import_is_banned_in_procgrade_layout_tasks_too(tmp_path: P
     assert (result.status, result.reward, result.passed, result.failed) == ("evaluated", "0", 43, 0), result.explanation
     assert result.explanation.startswith("the tested code tried to import what the task bans (packaging)")
     assert result.details["policy_events"][0]["kind"] == "import_ban"
+
+
+SUBPROCESS_AT_59 = """    if seconds < 0:
+        raise ValueError("negative duration")
+    if seconds == 59:
+        import subprocess
+        subprocess.run(["true"], check=False)"""
+
+
+def test_judge_bans_fail_the_calling_test_and_are_recorded(tmp_path: Path, local: LocalSandbox) -> None:
+    root = case_copy(tmp_path, lambda t: edit_json(t / "source/manifest.json",
+                                                    lambda d: d["runner"].update(judge_bans=["subprocess"])))
+    ws = tmp_path / "ws"
+    shutil.copytree(CASE / "controls/reference/app", ws)
+    init = ws / "src" / "ttlmap" / "__init__.py"
+    text = init.read_text()
+    init.write_text(text.replace(SUBPROCESS_AT_59.rsplit("\n", 3)[0], SUBPROCESS_AT_59))
+    result = judge(load_task(root), ws, local)
+    # only the two tests that call format_duration(59) fail; every other test passes
+    assert (result.status, result.reward, result.passed, result.failed) == ("evaluated", "0", 44, 2), \
+        result.explanation
+    failed = [c for c in result.tests if c.outcome == "failed"]
+    assert [c.test_id for c in failed] == ["tests/F01_acceptance.py::test_format_durations[59-59s]",
+                                           "tests/F01_acceptance.py::test_format_then_parse_round_trips[59]"]
+    assert all("PROCGRADE_JUDGE_BANS: subprocess.Popen is banned by the task" in (c.message or "") for c in failed)
+    assert result.details["policy_events"] == [{"detail": "subprocess.Popen", "kind": "judge_ban", "name": "subprocess"}]
+
+
+def test_the_memory_cgroup_bounds_the_whole_run(tmp_path: Path) -> None:
+    """A 160 MiB allocation, far below the per-process address-space rlimit (4 GiB), is stopped
+    by the run's 96 MiB memory cgroup: the runner is killed, the verdict is 0, not a pass."""
+    ws = reference_with(tmp_path, "_ballast = b'x' * (160 << 20)")
+    result = judge(load_task(CASE), ws, LocalSandbox(limits=Limits(memory_bytes=96 << 20), packages=[UPSTREAM]))
+    assert (result.status, result.reward) == ("evaluated", "0"), result.explanation
+    assert "SIGKILL" in result.explanation, result.explanation
+    assert str(96 << 20) in result.details["sandbox"]["memory"]
 
 
 # --- the command ------------------------------------------------------------------------------------
