@@ -217,6 +217,72 @@ class _Cgroup:
 
 
 _MS_NOSUID, _MS_NODEV, _MS_REMOUNT = 2, 4, 32
+
+#: The run's prelude: root, in the new namespaces, before anything of the submission runs. It
+#: follows the plan (a JSON list of steps written by the judge into its root-only folder) with
+#: ``mount(2)`` calls, one process for all of them, then execs the rest of its arguments
+#: (``prlimit ... chroot <new root> setpriv ... /bin/sh -c <command>``). Any failure prints
+#: ``procgrade sandbox: ...`` and exits 125 without writing the marker the judge checks.
+_PRELUDE = r"""
+import ctypes, ctypes.util, json, os, sys
+libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+RDONLY, NOSUID, NODEV, NOEXEC, REMOUNT, BIND, REC = 1, 2, 4, 8, 32, 4096, 16384
+def fail(what):
+    sys.stderr.write("procgrade sandbox: %s\n" % what)
+    sys.stderr.flush()
+    os._exit(125)
+def mount(src, dst, fstype, flags, data, what):
+    if libc.mount(src and src.encode(), dst.encode(), fstype and fstype.encode(), ctypes.c_ulong(flags),
+                  data and data.encode()) != 0:
+        fail("%s: %s" % (what, os.strerror(ctypes.get_errno())))
+def place(path, folder):
+    try:
+        os.makedirs(path if folder else os.path.dirname(path), mode=0o755, exist_ok=True)
+        if not folder and not os.path.lexists(path):
+            os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644))
+    except OSError as exc:
+        fail("place %s: %s" % (path, exc))
+os.umask(0o022)
+with open(sys.argv[1]) as handle:
+    plan = json.load(handle)
+for step in plan:
+    kind = step[0]
+    if kind == "cgroup":
+        try:
+            with open(step[1], "w") as handle:
+                handle.write(str(os.getpid()))
+        except OSError as exc:
+            fail("cgroup: %s" % exc)
+    elif kind == "tmpfs":
+        place(step[1], True)
+        mount("procgrade-sandbox", step[1], "tmpfs", NOSUID | (NODEV if step[3] else 0), step[2], "tmpfs " + step[1])
+    elif kind == "bind":
+        src, dst, ro, nodev, folder = step[1:]
+        place(dst, folder)
+        mount(src, dst, None, BIND | REC, None, "bind " + src)
+        if ro:
+            mount(None, dst, None, REMOUNT | BIND | RDONLY | NOSUID | (NODEV if nodev else 0), None, "read-only " + src)
+    elif kind == "symlink":
+        try:
+            os.makedirs(os.path.dirname(step[2]), exist_ok=True)
+            os.symlink(step[1], step[2])
+        except OSError as exc:
+            fail("link %s: %s" % (step[2], exc))
+    elif kind == "write":
+        try:
+            os.makedirs(os.path.dirname(step[1]), exist_ok=True)
+            with open(step[1], "w") as handle:
+                handle.write(step[2])
+        except OSError as exc:
+            fail("write %s: %s" % (step[1], exc))
+    elif kind == "proc":
+        place(step[1], True)
+        mount("proc", step[1], "proc", NOSUID | NODEV | NOEXEC, None, "proc")
+    elif kind == "marker":
+        open(step[1], "w").close()
+sys.stdout.flush()
+os.execv(sys.argv[2], sys.argv[2:])
+"""
 _MNT_DETACH = 2
 _LIBC: Any = None
 
@@ -624,8 +690,9 @@ class LocalSession(SandboxSession):
 
     def _isolated_argv(self, spec: RunSpec, workdir: str, command: str) -> list[str]:
         """The run's command line: ``unshare`` into new namespaces, a prelude (root, in the new
-        mount namespace) that builds a fresh root and joins the memory cgroup, then ``chroot``
-        and ``setpriv`` down to the sandbox uid.
+        mount namespace: one Python process making the mounts with ``mount(2)``, see
+        :data:`_PRELUDE`) that joins the memory cgroup and builds a fresh root, then
+        ``chroot`` and ``setpriv`` down to the sandbox uid.
 
         The fresh root is a small tmpfs holding only read-only binds of what the judge needs:
         the system's program and library folders (``/usr``, and ``/bin``, ``/lib*``, ``/sbin``
@@ -636,75 +703,62 @@ class LocalSession(SandboxSession):
         ``/run/lock``; and this sandbox's own folders (workspace and home read-write for the
         sandbox user, tests read-only, the report FIFO). Nothing else of the host exists there:
         no other checkout, no home folder, no host socket, not the task package."""
-        q = shlex.quote
         root = str(self.root)
         info = _probe_interpreter(self.python)
         system = [top for top in _SYSTEM_DIRS if os.path.lexists(top)]
         needed = _outermost([p for p in info["paths"] if not any(_under(p, top) for top in system
                                                                   if not os.path.islink(top))])
         new = str(self.root / "judge" / "newroot")
-        lines = ["set -u", "umask 022", "fail() { echo \"procgrade sandbox: $*\" >&2; exit 125; }"]
-        if self.cgroup is not None:
-            lines.append(f"echo $$ > {q(self.cgroup.procs)} || fail cgroup")
+        size = self.limits.private_tmp_bytes
+        plan: list[list[Any]] = []
         mounts: dict[str, str] = {}
 
-        def bind(src: str, ro: bool = True, flags: str = "nosuid,nodev") -> None:
-            dst = new + src
-            make = "mkdir -p" if os.path.isdir(src) else f"mkdir -p {q(os.path.dirname(dst))} && touch"
-            lines.append(f"{make} {q(dst)} && mount --rbind {q(src)} {q(dst)} || fail bind {q(src)}")
-            if ro:
-                lines.append(f"mount -o remount,bind,ro,{flags} {q(dst)} || fail read-only {q(src)}")
+        def bind(src: str, ro: bool = True, nodev: bool = True) -> None:
+            plan.append(["bind", src, new + src, ro, nodev, os.path.isdir(src)])
 
-        lines.append(f"mkdir -m 0755 {q(new)} && mount -t tmpfs -o size=16m,mode=0755,nosuid procgrade-root {q(new)} "
-                     f"|| fail root")
+        if self.cgroup is not None:
+            plan.append(["cgroup", self.cgroup.procs])
+        plan.append(["tmpfs", new, "size=16m,mode=0755", False])
         for top in system:
             if os.path.islink(top):
-                lines.append(f"ln -s {q(os.readlink(top))} {q(new + top)} || fail link {q(top)}")
+                plan.append(["symlink", os.readlink(top), new + top])
             else:
-                bind(top, flags="nosuid")
+                bind(top, nodev=False)
         mounts["/"] = ("fresh tmpfs root; read-only: " + ", ".join(t for t in system if not os.path.islink(t))
                        + (", " + ", ".join(needed) if needed else ""))
 
         # private temporary and runtime folders, then what lives under them (the sandbox root,
         # an interpreter living in /tmp) bound back at its own path.
-        size = self.limits.private_tmp_bytes
         for name, mode in _PRIVATE_DIRS:
-            if name in ("/var/run", "/var/lock"):
+            if name in ("/var/run", "/var/lock", "/dev/shm"):
                 continue
-            lines.append(f"mkdir -p {q(new + name)} && mount -t tmpfs -o size={size},mode={mode},nosuid,nodev "
-                         f"procgrade-private {q(new + name)} || fail private {q(name)}")
-        lines.append(f"ln -s /run {q(new + '/var/run')} && ln -s /run/lock {q(new + '/var/lock')} || fail links")
+            plan.append(["tmpfs", new + name, f"size={size},mode={mode}", True])
+        plan += [["symlink", "/run", new + "/var/run"], ["symlink", "/run/lock", new + "/var/lock"]]
         for name, _ in _PRIVATE_DIRS:
             if name in ("/var/run", "/var/lock"):
                 continue
-            kept = [p for p in [root, *needed] if _under(p, name)]
             real = os.path.realpath(name)
-            kept += [p for p in [root, *needed] if real != name and _under(p, real) and p not in kept]
+            kept = [p for p in [root, *needed] if _under(p, name) or (real != name and _under(p, real))]
             mounts[name] = f"private tmpfs {size}" + (f", keeping {', '.join(kept)}" if kept else "")
         for path in needed:
             bind(path)
-        lines.append(f"mkdir -p {q(new + '/etc')} {q(new + '/dev')} {q(new + '/proc')} || fail folders")
         for f in ("/etc/ld.so.cache", "/etc/localtime"):
             if os.path.isfile(f):
-                bind(os.path.realpath(f) if f == "/etc/ld.so.cache" else f)
+                plan.append(["bind", os.path.realpath(f), new + f, True, True, False])
         uid = self.uid
-        lines.append(f"printf '%s\\n' 'root:x:0:0:root:/root:/usr/sbin/nologin' "
-                     f"'{SANDBOX_USER}:x:{uid}:{uid}:procgrade sandbox:/nonexistent:/usr/sbin/nologin' "
-                     f"> {q(new + '/etc/passwd')} && printf '%s\\n' 'root:x:0:' '{SANDBOX_USER}:x:{uid}:' "
-                     f"> {q(new + '/etc/group')} || fail passwd")
-        lines.append(f"mount -t tmpfs -o size=64k,mode=0755,nosuid procgrade-dev {q(new + '/dev')} || fail dev")
+        plan.append(["write", new + "/etc/passwd", f"root:x:0:0:root:/root:/usr/sbin/nologin\n{SANDBOX_USER}:x:{uid}:"
+                     f"{uid}:procgrade sandbox:/nonexistent:/usr/sbin/nologin\n"])
+        plan.append(["write", new + "/etc/group", f"root:x:0:\n{SANDBOX_USER}:x:{uid}:\n"])
+        plan.append(["tmpfs", new + "/dev", "size=64k,mode=0755", False])
         for dev in ("null", "zero", "full", "random", "urandom"):
-            lines.append(f"touch {q(new + '/dev/' + dev)} && mount --bind /dev/{dev} {q(new + '/dev/' + dev)} "
-                         f"|| fail dev {dev}")
-        lines.append(f"ln -s /proc/self/fd {q(new + '/dev/fd')} && ln -s /proc/self/fd/0 {q(new + '/dev/stdin')} && "
-                     f"ln -s /proc/self/fd/1 {q(new + '/dev/stdout')} && ln -s /proc/self/fd/2 {q(new + '/dev/stderr')} "
-                     f"|| fail dev links")
-        lines.append(f"mkdir {q(new + '/dev/shm')} && mount -t tmpfs -o size={size},mode=1777,nosuid,nodev "
-                     f"procgrade-private {q(new + '/dev/shm')} || fail private /dev/shm")
-        lines.append(f"mount -t proc -o nosuid,nodev,noexec proc {q(new + '/proc')} || fail proc")
+            plan.append(["bind", f"/dev/{dev}", f"{new}/dev/{dev}", False, False, False])
+        for name, target in (("fd", "/proc/self/fd"), ("stdin", "/proc/self/fd/0"), ("stdout", "/proc/self/fd/1"),
+                             ("stderr", "/proc/self/fd/2")):
+            plan.append(["symlink", target, f"{new}/dev/{name}"])
+        plan.append(["tmpfs", new + "/dev/shm", f"size={size},mode=1777", True])
+        plan.append(["proc", new + "/proc"])
 
         # this sandbox's folders: the workspace and home read-write, the tests read-only
-        lines.append(f"mkdir -p {q(new + root)} || fail sandbox root")
         for sub, ro in (("workspace", False), ("tests", True), ("report", False), ("home", False), ("tmp", False)):
             if (self.root / sub).exists():
                 bind(f"{root}/{sub}", ro=ro)
@@ -714,17 +768,15 @@ class LocalSession(SandboxSession):
                 mounts[real] = "hidden"
         self._details["mounts"] = mounts
         self._details["root_fs"] = "fresh tmpfs root (chroot), read-only binds of the system and interpreter folders"
+        plan.append(["marker", str(self.root / "judge" / "prelude.ok")])
+        plan_path = self.root / "judge" / "plan.json"
+        plan_path.write_text(json.dumps(plan))
 
-        lines.append(f": > {q(str(self.root / 'judge' / 'prelude.ok'))} || fail marker")
-        lines.append(
-            f"exec {' '.join(q(a) for a in self._prlimit(spec.timeout_sec))} {q(self.tools['chroot'])} {q(new)} "
-            f"{q(self.tools['setpriv'])} --reuid={uid} --regid={uid} --clear-groups --inh-caps=-all "
-            f"--bounding-set=-all --no-new-privs -- /bin/sh -c 'cd \"$1\" || exit 126; exec /bin/sh -c \"$2\"' "
-            f"{SANDBOX_USER} \"$1\" \"$2\""
-        )
-        prelude = "\n".join(lines)
+        tail = [*self._prlimit(spec.timeout_sec), self.tools["chroot"], new, self.tools["setpriv"], f"--reuid={uid}",
+                f"--regid={uid}", "--clear-groups", "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--",
+                "/bin/sh", "-c", 'cd "$1" || exit 126; exec /bin/sh -c "$2"', SANDBOX_USER, workdir, command]
         return [self.tools["unshare"], *_NAMESPACES, "--fork", "--kill-child", "--mount-proc",
-                "--propagation", "private", "--", "/bin/sh", "-c", prelude, SANDBOX_USER, workdir, command]
+                "--propagation", "private", "--", sys.executable, "-I", "-S", "-c", _PRELUDE, str(plan_path), *tail]
 
     # --- teardown --------------------------------------------------------------------------------
 
