@@ -461,7 +461,7 @@ def accept(
                    f"back-end {result.backend}  {result.duration_ms} ms  {len(verdict.events)} events appended"))
     out.print(Text(result.explanation))
     for notice in result.details.get("not_honoured", []):
-        out.print(Text(f"not honoured: {notice}"))
+        out.print(Text(f"note: {notice}"))
     if not result.accepted:
         raise typer.Exit(1)
 
@@ -496,7 +496,7 @@ def task_validate(
         out.print(Text(f"judge environment {env['name']}: " + ", ".join(f"{k}=={v}" for k, v in
                                                                      sorted(env["distributions"].items()))))
     for notice in task.notices:
-        out.print(Text(f"not honoured: {notice}"))
+        out.print(Text(f"note: {notice}"))
     for check in checks:
         out.print(Text(f"{check.name}: {check.problem + ': ' if check.problem else ''}{check.result.explanation}"))
     bad = [c.name for c in checks if not c.ok]

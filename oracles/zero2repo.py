@@ -32,7 +32,9 @@ runner gives it:
 
 What procgrade cannot honour (hardware profiles, per-feature ``execution_groups``, apt
 steps, environment checks, solve-time fields...) is listed by name in
-:attr:`Task.notices`, never silently dropped; ``procgrade task validate`` prints them.
+:attr:`Task.notices` (``FILE: field: why``, the file relative to the case folder), never
+silently dropped; ``procgrade task validate`` prints them and every verdict keeps them
+(``details.not_honoured``).
 """
 
 from __future__ import annotations
@@ -405,7 +407,8 @@ def load_zero2repo(root: Path, milestone: str, problems: Any) -> dict[str, Any] 
             metadata[key] = tests[key]
     return {
         "manifest": source, "denylist": deny, "tests": test_manifest, "tests_dir": mdir,
-        "controls": controls, "notices": tuple(notices), "layout": "zero2repo",
+        "controls": controls, "layout": "zero2repo",
+        "notices": tuple(n.removeprefix(str(root) + "/") for n in notices),
         "env": EnvSpec(tuple(requirements)) if requirements else None,
         "product_paths": tuple(products), "judge_bans": tuple(judge_bans), "metadata": metadata,
     }

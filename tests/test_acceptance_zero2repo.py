@@ -132,7 +132,7 @@ def test_what_procgrade_cannot_honour_is_named_never_dropped(tmp_path: Path) -> 
                  "milestones/final/test_manifest.json: execution_groups: not honoured",
                  "source/recipe.lock.json: not read"):
         assert name in text, name
-    assert all(n.startswith(str(root)) for n in notices)
+    assert all(n.startswith(("source/", "milestones/", "controls/")) for n in notices)  # relative to the case
 
 
 def test_the_public_manifest_variant_loads(tmp_path: Path) -> None:
@@ -389,4 +389,4 @@ def test_task_validate_prints_times_notices_and_the_environment() -> None:
     assert "all 5 controls get their expected verdict" in result.output
     assert "seconds" in result.output and "zero2repo layout" in result.output
     assert "freezegun==1.5.2" in result.output and "pytest==8.3.5" in result.output
-    assert "not honoured:" in result.output and "execution_groups" in result.output
+    assert "note: milestones/final/test_manifest.json: execution_groups: not honoured" in result.output
