@@ -430,6 +430,9 @@ def judge(task: Task, workspace: str | Path, sandbox: Sandbox, *, submit_file: s
     scan: ScanSummary | None = None
     try:
         with open_session(sandbox, task) as sb:
+            masked = _mask_banned(j, sb)
+            if masked:
+                j.details["masked_modules"] = masked
             loaded = sb.load_workspace(workspace)
             j.workspace_sha = loaded.sha256
             j.details["workspace"] = {"files": loaded.files, "bytes": loaded.bytes,
@@ -458,6 +461,20 @@ def judge(task: Task, workspace: str | Path, sandbox: Sandbox, *, submit_file: s
         return j.result("infra_error", None, f"judge error: {exc}", scan=scan)
     assert scan is not None
     return _decide(j, scan, outcome)
+
+
+def _mask_banned(j: _Judgement, sb: Any) -> dict[str, list[str]]:
+    """Mask the banned modules installed in the judge environment for the whole run (so no
+    process, not even a fresh interpreter the tested code starts, can load them), unless
+    the hidden suite imports one itself or the runner needs it (pytest's own dependencies:
+    the launcher's in-process ban covers those)."""
+    task = j.task
+    bans = task.denylist.import_ban
+    if not bans or _PYTEST_MODULE not in task.tests.test_command or _suite_imports_banned(task):
+        return {}
+    runner = sb.runner_modules()
+    roots = sorted({b.split(".")[0] for b in bans} - set(runner))
+    return sb.mask_modules(roots) if roots else {}
 
 
 def _exit_text(code: int | None) -> str:

@@ -65,6 +65,7 @@ from oracles.judge_image import (
     ensure_image,
 )
 from oracles.sandbox import (
+    BANNED_PROBE,
     RUNNER_PROBE,
     RUNNER_PROBE_PRINT,
     LoadedWorkspace,
@@ -196,6 +197,7 @@ _PROBE = RUNNER_PROBE + RUNNER_PROBE_PRINT
 
 _PROBES: dict[tuple[str, str], dict[str, Any]] = {}
 _PROBE_LOCK = threading.Lock()
+_BANNED: dict[tuple[str, str, tuple[str, ...]], dict[str, list[str]]] = {}
 
 
 # --- helpers ----------------------------------------------------------------------------------------
@@ -383,6 +385,25 @@ class DockerSandbox(Sandbox):
         finally:
             session.close()
 
+    def banned_locations(self, image: str, python: str, modules: tuple[str, ...]) -> dict[str, list[str]]:
+        """Where these modules are installed in the image (cached per image id, interpreter, names)."""
+        client = self.client()
+        with _api("inspect the judge image"):
+            image_id = client.images.get(image).id
+        key = (image_id, python, modules)
+        with _PROBE_LOCK:
+            if key not in _BANNED:
+                with _api("locate the banned modules"):
+                    out = client.containers.run(
+                        image_id, [python, "-I", "-c", BANNED_PROBE, *modules], user=_USER, environment=_ENV,
+                        network_mode="none", read_only=True, cap_drop=["ALL"], security_opt=["no-new-privileges"],
+                        remove=True, stdout=True, stderr=False, labels={**self.labels, LABEL: "probe"})
+                try:
+                    _BANNED[key] = json.loads(out.decode().strip().splitlines()[-1])
+                except (ValueError, IndexError):
+                    raise SandboxError(f"cannot locate the banned modules in {image}: {out[-300:]!r}") from None
+            return _BANNED[key]
+
     def probe(self, image: str | None = None, python: str = IMAGE_PYTHON) -> dict[str, Any]:
         """What the image's interpreter loads to run pytest (cached per image id and interpreter)."""
         client, tag = self.client(), image or self.image()
@@ -408,6 +429,7 @@ class DockerSandbox(Sandbox):
 class DockerSession(SandboxSession):
     def __init__(self, owner: DockerSandbox, client: Any, image: str, python: str = IMAGE_PYTHON) -> None:
         self.owner, self.client, self.image, self.python = owner, client, image, python
+        self._masks: list[str] = []
         self.limits = owner.limits
         self.token = secrets.token_hex(6)
         self.host_dir = Path(tempfile.mkdtemp(prefix="procgrade-docker-"))
@@ -462,6 +484,21 @@ class DockerSession(SandboxSession):
         self._details.update(disk_bytes=size, inodes=inodes)
         self.loaded = loaded
         return loaded
+
+    def mask_modules(self, modules: Sequence[str]) -> dict[str, list[str]]:
+        """Banned packages installed in the image get an empty read-only tmpfs over their folder
+        (a single-file module is left to the launcher's in-process ban and not listed)."""
+        if self.container is not None:
+            raise SandboxError("mask_modules after load_workspace")
+        if not modules:
+            return {}
+        found = self.owner.banned_locations(self.image, self.python, tuple(modules))
+        kept = {m: [p for p in paths if not p.endswith(".py")] for m, paths in found.items()}
+        kept = {m: paths for m, paths in kept.items() if paths}
+        self._masks = sorted({p for paths in kept.values() for p in paths})
+        self._details["mounts"] = {**self._details["mounts"],
+                                   **{p: "masked (a banned module): empty read-only tmpfs" for p in self._masks}}
+        return kept
 
     def inject_tests(self, files: Sequence[SuiteFile]) -> None:
         if self.loaded is None or self.container is None:
@@ -549,7 +586,8 @@ class DockerSession(SandboxSession):
                 init=True, detach=True, network_mode="none", read_only=True, working_dir="/",
                 environment={k: v for k, v in _ENV.items() if k in ("PATH", "LANG")},
                 mounts=[Mount(WORKSPACE, self.volume.name, type="volume"), Mount(JUDGE_DIR, None, type="volume")],
-                tmpfs={HOME: f"rw,nosuid,nodev,size={lim.tmp_bytes},mode=1777"},
+                tmpfs={HOME: f"rw,nosuid,nodev,size={lim.tmp_bytes},mode=1777",
+                       **{path: "ro,nosuid,nodev,size=4k,mode=0755" for path in self._masks}},
                 log_config=LogConfig(type="json-file", config={"max-size": "1m"}),
                 cap_drop=["ALL"], cap_add=["KILL"], security_opt=["no-new-privileges"], ipc_mode="private",
                 shm_size=lim.shm_bytes,

@@ -19,6 +19,10 @@ task has). In order, before any of the product's code can load:
    hook refuses the matching operations while a test runs;
 4. the product paths (``--product``) put first on ``sys.path``; then ``pytest.main``.
 
+The ban holds in this process only; a fresh interpreter the product starts is covered by the
+back-end masking the banned packages' files for the whole run (``mask_modules``), which
+the judge asks for whenever the suite does not import them itself.
+
 Every refused attempt raises (``ImportError`` / ``PermissionError`` / ``RuntimeError``
 naming ``PROCGRADE_IMPORT_BAN`` or ``PROCGRADE_JUDGE_BANS``) and is reported to the judge
 as one line ``procgrade-policy {json}`` on a duplicate of the original standard error,

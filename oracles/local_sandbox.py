@@ -77,6 +77,7 @@ from pathlib import Path
 from typing import Any
 
 from oracles.sandbox import (
+    BANNED_PROBE,
     RUNNER_PROBE,
     RUNNER_PROBE_PRINT,
     LoadedWorkspace,
@@ -255,7 +256,8 @@ for step in plan:
             fail("cgroup: %s" % exc)
     elif kind == "tmpfs":
         place(step[1], True)
-        mount("procgrade-sandbox", step[1], "tmpfs", NOSUID | (NODEV if step[3] else 0), step[2], "tmpfs " + step[1])
+        flags = NOSUID | (NODEV if step[3] else 0) | (RDONLY if len(step) > 4 and step[4] else 0)
+        mount("procgrade-sandbox", step[1], "tmpfs", flags, step[2], "tmpfs " + step[1])
     elif kind == "bind":
         src, dst, ro, nodev, folder = step[1:]
         place(dst, folder)
@@ -338,6 +340,23 @@ def _probe_interpreter(python: str) -> dict[str, Any]:
         info["paths"] = sorted(set(info["paths"]) | set(_link_chain(python)))
         _PROBES[python] = info
         return info
+
+
+_BANNED: dict[tuple[str, tuple[str, ...]], dict[str, list[str]]] = {}
+
+
+def _banned_locations(python: str, modules: tuple[str, ...]) -> dict[str, list[str]]:
+    """Where these modules are installed for ``python`` (cached)."""
+    key = (python, modules)
+    with _PROBE_LOCK:
+        if key not in _BANNED:
+            try:
+                done = subprocess.run([python, "-I", "-c", BANNED_PROBE, *modules], capture_output=True, text=True,
+                                      timeout=60, env=_clean_env())
+                _BANNED[key] = json.loads(done.stdout.strip().splitlines()[-1]) if done.returncode == 0 else {}
+            except (OSError, subprocess.TimeoutExpired, ValueError, IndexError):
+                raise SandboxError(f"cannot locate the banned modules with {python}") from None
+        return _BANNED[key]
 
 
 def _link_chain(path: str) -> list[str]:
@@ -494,6 +513,7 @@ class LocalSession(SandboxSession):
         self.owner = owner
         self.python = python or owner.python
         self.cgroup: _Cgroup | None = None
+        self._masks: list[str] = []
         self.limits = owner.limits
         self.isolate = owner.isolate
         self.tools: dict[str, str] = _ISOLATION.get("tools") or {
@@ -597,6 +617,13 @@ class LocalSession(SandboxSession):
         info = _probe_interpreter(self.python)
         self._details.update(python=info.get("version"), pytest=info.get("pytest"), interpreter=self.python)
         return frozenset(info["modules"])
+
+    def mask_modules(self, modules: Sequence[str]) -> dict[str, list[str]]:
+        if not self.isolate or not modules:
+            return {}
+        found = _banned_locations(self.python, tuple(modules))
+        self._masks = sorted({p for paths in found.values() for p in paths})
+        return found
 
     def inject_tests(self, files: Sequence[SuiteFile]) -> None:
         tests = self.root / "tests"
@@ -742,6 +769,12 @@ class LocalSession(SandboxSession):
             mounts[name] = f"private tmpfs {size}" + (f", keeping {', '.join(kept)}" if kept else "")
         for path in needed:
             bind(path)
+        for path in self._masks:  # banned modules installed in the judge environment
+            if os.path.isdir(path):
+                plan.append(["tmpfs", new + path, "size=4k,mode=0755", True, True])
+            else:
+                plan.append(["bind", "/dev/null", new + path, True, True, False])
+            mounts[path] = "masked (a banned module)"
         for f in ("/etc/ld.so.cache", "/etc/localtime"):
             if os.path.isfile(f):
                 plan.append(["bind", os.path.realpath(f), new + f, True, True, False])

@@ -48,6 +48,7 @@ __all__ = [
     "RUNNER_PROBE",
     "RUNNER_PROBE_PRINT",
     "PolicyLines",
+    "BANNED_PROBE",
 ]
 
 #: Bytecode caches are derived data and are not judged: a stale or crafted ``.pyc`` whose
@@ -86,6 +87,30 @@ def third_party(mod):
 tops = {name.partition(".")[0] for name in list(sys.modules)}
 modules = sorted(t for t in tops if sys.modules.get(t) is not None and third_party(sys.modules[t]))
 report = {"modules": modules, "pytest": pytest.__version__, "version": sys.version.split()[0]}
+"""
+
+#: Run with the judge interpreter, banned module names as arguments: prints, as JSON, where each
+#: one installed in the environment's site-packages lives (found without importing it), so a
+#: back-end can mask those files for the whole run (:meth:`SandboxSession.mask_modules`).
+BANNED_PROBE = r"""
+import importlib.util, json, os, sys
+out = {}
+for name in sys.argv[1:]:
+    root = name.split(".")[0]
+    try:
+        spec = importlib.util.find_spec(root)
+    except (ImportError, ValueError):
+        spec = None
+    if spec is None:
+        continue
+    places = list(spec.submodule_search_locations or [])
+    if not places and spec.origin and os.path.isabs(spec.origin):
+        places = [spec.origin]
+    places = [os.path.realpath(p) for p in places
+              if any(part in ("site-packages", "dist-packages") for part in p.split(os.sep))]
+    if places:
+        out[root] = sorted(set(places))
+print(json.dumps(out, sort_keys=True))
 """
 
 #: Prints the probe's report (appended last).
@@ -190,6 +215,12 @@ class SandboxSession(ABC):
     def runner_modules(self) -> frozenset[str]:
         """Top-level module names of the test runner's own (non-stdlib) code in the judge
         environment: a workspace may not shadow them."""
+
+    def mask_modules(self, modules: Sequence[str]) -> dict[str, list[str]]:
+        """Hide the installed files of these banned modules from the whole run (every process,
+        a fresh interpreter the tested code starts included), before :meth:`load_workspace`;
+        ``{module: [paths masked]}``. The default masks nothing (a back-end that cannot)."""
+        return {}
 
     @abstractmethod
     def inject_tests(self, files: Sequence[SuiteFile]) -> None: ...

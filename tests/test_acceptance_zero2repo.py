@@ -273,6 +273,34 @@ def test_pinned_test_dependencies_are_the_versions_judging(tmp_path: Path, sandb
     assert result.details["sandbox"]["network"].startswith("none")
 
 
+FRESH_INTERPRETER = """
+import subprocess as _sp, sys as _sys
+_code = "import importlib, inspect; print(inspect.getsource(importlib.import_module('expiry' + 'kit')))"
+_src = _sp.run([_sys.executable, "-I", "-c", _code], capture_output=True, text=True).stdout
+exec(compile(_src, "ttlmap_upstream", "exec"), globals())
+"""
+
+
+@pytest.mark.parametrize("banned", [True, False], ids=["banned", "not-banned"])
+def test_a_fresh_interpreter_cannot_load_the_banned_upstream_either(tmp_path: Path, sandbox: Any, banned: bool) -> None:
+    """The in-process ban does not reach a new interpreter the tested code starts (``-I``):
+    the banned package's files are masked for the whole run instead. Without the ban the same
+    workspace passes: the upstream is really there."""
+    ws = tmp_path / "ws"
+    (ws / "src" / "ttlmap").mkdir(parents=True)
+    (ws / "src" / "ttlmap" / "__init__.py").write_text(FRESH_INTERPRETER)
+    root = case_copy(tmp_path, None if banned else
+                     (lambda t: edit_json(t / "source/denylist.json", lambda d: d.update(import_ban=[]))))
+    result = judge(load_task(root), ws, sandbox)
+    if banned:
+        assert (result.status, result.reward, result.passed) == ("evaluated", "0", 0), result.explanation
+        masked = result.details["masked_modules"]
+        assert list(masked) == ["expirykit"] and masked["expirykit"][0].endswith("site-packages/expirykit")
+    else:
+        assert (result.status, result.reward) == ("evaluated", "1"), result.explanation
+        assert "masked_modules" not in result.details
+
+
 HOST_PROBE = """
 import os as _os
 _seen = [p for p in {paths!r} if _os.path.exists(p)]
