@@ -492,7 +492,11 @@ class DockerSession(SandboxSession):
             raise SandboxError("mask_modules after load_workspace")
         if not modules:
             return {}
-        found = self.owner.banned_locations(self.image, self.python, tuple(modules))
+        runner = set(self.owner.probe(self.image, self.python)["modules"])
+        modules = tuple(m for m in modules if m not in runner)
+        if not modules:
+            return {}
+        found = self.owner.banned_locations(self.image, self.python, modules)
         kept = {m: [p for p in paths if not p.endswith(".py")] for m, paths in found.items()}
         kept = {m: paths for m, paths in kept.items() if paths}
         self._masks = sorted({p for paths in kept.values() for p in paths})

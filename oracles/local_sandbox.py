@@ -248,12 +248,13 @@ with open(sys.argv[1]) as handle:
     plan = json.load(handle)
 for step in plan:
     kind = step[0]
-    if kind == "cgroup":
+    if kind == "cgroup":  # not fatal: the run is then bounded by its rlimits, and the judge says so
         try:
             with open(step[1], "w") as handle:
                 handle.write(str(os.getpid()))
         except OSError as exc:
-            fail("cgroup: %s" % exc)
+            with open(step[2], "w") as handle:
+                handle.write(str(exc))
     elif kind == "tmpfs":
         place(step[1], True)
         flags = NOSUID | (NODEV if step[3] else 0) | (RDONLY if len(step) > 4 and step[4] else 0)
@@ -621,7 +622,11 @@ class LocalSession(SandboxSession):
     def mask_modules(self, modules: Sequence[str]) -> dict[str, list[str]]:
         if not self.isolate or not modules:
             return {}
-        found = _banned_locations(self.python, tuple(modules))
+        runner = set(_probe_interpreter(self.python)["modules"])
+        modules = tuple(m for m in modules if m not in runner)
+        if not modules:
+            return {}
+        found = _banned_locations(self.python, modules)
         self._masks = sorted({p for paths in found.values() for p in paths})
         return found
 
@@ -698,6 +703,9 @@ class LocalSession(SandboxSession):
             report, report_problem = reader.finish()
         if self.isolate and not (self.root / "judge" / "prelude.ok").exists() and not timed_out:
             raise SandboxError("the sandbox could not be set up: " + _tail(log_path, 2000).strip())
+        failed = self.root / "judge" / "cgroup.failed"
+        if failed.exists():
+            self._details["memory"] = f"none: could not join the memory cgroup ({_tail(failed, 300)}); rlimits only"
         return RunOutcome(exit_code=proc.returncode, timed_out=timed_out, duration_ms=duration_ms, report=report,
                           report_problem=report_problem, output_tail=_tail(log_path, self.limits.output_tail_bytes),
                           command=command, stragglers_killed=stragglers, policy_events=_policy_events(log_path))
@@ -744,7 +752,7 @@ class LocalSession(SandboxSession):
             plan.append(["bind", src, new + src, ro, nodev, os.path.isdir(src)])
 
         if self.cgroup is not None:
-            plan.append(["cgroup", self.cgroup.procs])
+            plan.append(["cgroup", self.cgroup.procs, str(self.root / "judge" / "cgroup.failed")])
         plan.append(["tmpfs", new, "size=16m,mode=0755", False])
         for top in system:
             if os.path.islink(top):

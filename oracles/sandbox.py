@@ -219,7 +219,9 @@ class SandboxSession(ABC):
     def mask_modules(self, modules: Sequence[str]) -> dict[str, list[str]]:
         """Hide the installed files of these banned modules from the whole run (every process,
         a fresh interpreter the tested code starts included), before :meth:`load_workspace`;
-        ``{module: [paths masked]}``. The default masks nothing (a back-end that cannot)."""
+        ``{module: [paths masked]}``. The test runner's own modules are never masked (the
+        launcher's in-process ban covers them). The default masks nothing (a back-end that
+        cannot)."""
         return {}
 
     @abstractmethod
