@@ -812,6 +812,13 @@ def validate_task(task_dir: str | Path, backend: str = "local", *, sandbox: Sand
     exactly those tests must fail (or error) and all others pass."""
     task = load_task(task_dir)
     sandbox = sandbox or make_sandbox(backend)
+    if (task.env is not None or getattr(sandbox, "packages", ())) and hasattr(sandbox, "environment"):
+        from oracles.judge_env import EnvSpec
+
+        try:  # built (or found) once up front: each control's time is its judging only
+            sandbox.environment(task.env or EnvSpec())
+        except SandboxError:
+            pass  # every control then reports the same infrastructure error
     checks = []
     for name, control in sorted(task.controls.items()):
         result = judge(task, control.app, sandbox, timeout_sec=timeout_sec, check_submission=False)
