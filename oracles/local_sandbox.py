@@ -62,7 +62,6 @@ import fcntl
 import json
 import os
 import random
-import shlex
 import shutil
 import signal
 import stat

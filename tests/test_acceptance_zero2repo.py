@@ -23,7 +23,7 @@ from typer.testing import CliRunner
 from acceptance_attacks import TASK as VERRANGE
 from engine.cli import app
 from engine.errors import ProcgradeError
-from oracles.acceptance import JudgeResult, judge, make_sandbox, validate_task
+from oracles.acceptance import judge, make_sandbox, validate_task
 from oracles.denylist import find_shadows
 from oracles.judge_env import EnvSpec, parse_install_command
 from oracles.local_sandbox import Limits, LocalSandbox, isolation_available
