@@ -441,6 +441,13 @@ app.add_typer(task_app, name="task")
 
 BackendOption = Annotated[str, typer.Option("--backend", help="Sandbox back-end: local, or docker.")]
 GraderOption = Annotated[str, typer.Option("--grader", help="Browser grader: scripted, or agent (an LLM).")]
+PythonOption = Annotated[Optional[str], typer.Option("--python", help="Local back-end: the judge interpreter (and the "
+                                                     "base of a task's own judge environment).")]
+ImageOption = Annotated[Optional[str], typer.Option("--image", help="Docker back-end: the judge image (and the base "
+                                                    "of a task's own judge environment layer).")]
+PackageOption = Annotated[Optional[list[Path]], typer.Option("--with-package", help="A local package (folder with "
+                                                             "pyproject.toml, or a wheel) added to the task's judge "
+                                                             "environment; repeatable.")]
 
 
 @app.command()
@@ -453,15 +460,20 @@ def accept(
     submit_file: Annotated[Optional[Path], typer.Option("--submit-file", help="The submit marker, when the task "
                                                         "requires one and it is not at its path in the workspace.")] = None,
     timeout: Annotated[Optional[float], typer.Option("--timeout", min=0.1, help="Override judge_timeout_sec.")] = None,
+    python: PythonOption = None,
+    image: ImageOption = None,
+    with_package: PackageOption = None,
     db: DbOption = DEFAULT_DB,
 ) -> None:
     """Judge a workspace against a task's hidden tests and record the verdict (exit 0 only when accepted)."""
-    from oracles.acceptance import accept as accept_workspace
+    from oracles.acceptance import accept as accept_workspace, make_sandbox
 
     if not workspace.is_dir():
         _fail(f"procgrade: the workspace {workspace} is not a folder", 2)
+    sandbox = make_sandbox(backend, python=python, image=image, packages=with_package or ())
     with _store(db, create=True) as store:
-        verdict = accept_workspace(store, task, workspace, run, backend, submit_file=submit_file, timeout_sec=timeout)
+        verdict = accept_workspace(store, task, workspace, run, backend, submit_file=submit_file, timeout_sec=timeout,
+                                   sandbox=sandbox)
     result = verdict.result
     counts = ", ".join(f"{n} {label}" for n, label in ((result.passed, "passed"), (result.failed, "failed"),
                                                        (result.errored, "errored"), (result.skipped, "skipped"))
@@ -471,6 +483,8 @@ def accept(
     out.print(Text(f"suite {result.suite_sha256[:16]}  workspace {(result.workspace_sha256 or '-')[:16]}  "
                    f"back-end {result.backend}  {result.duration_ms} ms  {len(verdict.events)} events appended"))
     out.print(Text(result.explanation))
+    for notice in result.details.get("not_honoured", []):
+        out.print(Text(f"note: {notice}"))
     if not result.accepted:
         raise typer.Exit(1)
 
@@ -482,11 +496,16 @@ def task_validate(
     grader: GraderOption = "scripted",
     grades: Annotated[int, typer.Option("--grades", min=1, help="Browser plans: grades of the reference build per plan.")] = 10,
     bug_grades: Annotated[int, typer.Option("--bug-grades", min=1, help="Browser plans: grades per planted bug.")] = 3,
+    timeout: Annotated[Optional[float], typer.Option("--timeout", min=0.1, help="Override the task's judge "
+                                                     "timeout for every control (seconds).")] = None,
+    python: PythonOption = None,
+    image: ImageOption = None,
+    with_package: PackageOption = None,
 ) -> None:
     """Judge every control of a task package; exit 1 unless each gets its expected reward. A package with
     browser plans (product.yaml, plans/) also has its plans validated: the reference build must pass every
     plan in every grade and every planted bug's plan must fail every grade (printed like ViBench's Table 4)."""
-    from oracles.acceptance import validate_task
+    from oracles.acceptance import make_sandbox, validate_task
 
     if (directory / "product.yaml").is_file():
         from oracles.browser_cli import run_validate_plans
@@ -495,15 +514,24 @@ def task_validate(
         if not (directory / "source" / "manifest.json").is_file() or code:
             raise typer.Exit(code)
 
-    task, checks = validate_task(directory, backend)
-    table = Table("control", "expected", "status", "reward", "passed", "failed", "errored", "ok",
-                  title=f"task {task.task_id}: suite {task.suite_sha256[:16]}, {len(task.tests.test_files)} test files")
+    sandbox = make_sandbox(backend, python=python, image=image, packages=with_package or ())
+    task, checks = validate_task(directory, backend, sandbox=sandbox, timeout_sec=timeout)
+    table = Table("control", "expected", "status", "reward", "passed", "failed", "errored", "seconds", "ok",
+                  title=f"task {task.task_id} ({task.layout} layout): suite {task.suite_sha256[:16]}, "
+                        f"{len(task.tests.test_files)} test files")
     for check in checks:
         r = check.result
         table.add_row(check.name, str(check.expected_reward), r.status, r.reward or "-",
-                      *("-" if n is None else str(n) for n in (r.passed, r.failed, r.errored)),
+                      *("-" if n is None else str(n) for n in (r.passed, r.failed, r.errored)), f"{check.seconds:.1f}",
                       Text("yes", style="green") if check.ok else Text("NO", style="bold red"))
     out.print(table)
+    env = next((c.result.details.get("sandbox", {}).get("judge_env") for c in checks
+                if c.result.details.get("sandbox", {}).get("judge_env")), None)
+    if env:
+        out.print(Text(f"judge environment {env['name']}: " + ", ".join(f"{k}=={v}" for k, v in
+                                                                     sorted(env["distributions"].items()))))
+    for notice in task.notices:
+        out.print(Text(f"note: {notice}"))
     for check in checks:
         out.print(Text(f"{check.name}: {check.problem + ': ' if check.problem else ''}{check.result.explanation}"))
     bad = [c.name for c in checks if not c.ok]

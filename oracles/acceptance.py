@@ -1,5 +1,9 @@
 """The hidden-test acceptance oracle: judge a submitted workspace against a task's hidden suite.
 
+Tasks come in procgrade's layout or as Zero2Repo case packages read unchanged
+(:mod:`oracles.zero2repo`); a task's pinned test dependencies are judged in its own cached
+environment (:mod:`oracles.judge_env`), named in ``details.sandbox.judge_env``.
+
 :func:`judge` is pure (no store): copy the workspace into a fresh sandbox, scan it
 (runner shadows and the denylist) before any test exists there, inject the hidden
 suite, run it isolated with a wall-clock limit, and decide from the JUnit report.
@@ -13,8 +17,12 @@ Statuses, kept apart (``acceptance_verdict.status``):
     consistent (every testcase belongs to a hidden test file, none twice, totals agree),
     at least one hidden test ran, every reported test passed (none failed, errored or
     was skipped: a skipped hidden test is not a pass), no test module failed to import,
-    the number of tests equals ``expected_test_count`` when the manifest gives it, and
-    every test visible in the test files' text was reported. Otherwise ``"0"``.
+    the number of tests equals ``expected_test_count`` when the manifest gives it,
+    every test visible in the test files' text was reported, and the tested code made no
+    attempt the judge-time import ban refused (``details.policy_events``: the launcher,
+    :mod:`oracles.judge_launcher`, runs every ``{python} -m pytest`` command with a
+    meta-path finder and an audit hook in force; an attempt costs the reward even when
+    the code catches the ``ImportError``). Otherwise ``"0"``.
 ``rejected``
     The static scan found a banned import, compiled code it cannot read, a link out of the
     workspace, or a runner shadow (:mod:`oracles.denylist`); no test was injected or run.
@@ -69,6 +77,9 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import os
+import posixpath
+import re
+import shlex
 import secrets
 import signal
 import stat
@@ -82,7 +93,7 @@ from typing import Any
 
 from engine.errors import ProcgradeError, RunSealedError, SeqConflictError, UnknownRunError
 from engine.events import EVENT_KINDS, Event
-from oracles.denylist import find_shadows, scan_imports
+from oracles.denylist import find_shadows, imported_banned, scan_imports
 from oracles.junit import CaseResult, JUnitError, JUnitReport, parse_junit, static_test_ids
 from oracles.sandbox import RunOutcome, RunSpec, Sandbox, SandboxError, hash_workspace
 from oracles.task_package import SuiteFile, Task, load_task
@@ -149,19 +160,39 @@ class JudgeResult:
         return next((c.outcome for c in self.tests if c.test_id == test_id), None)
 
 
-def make_sandbox(backend: str = "local") -> Sandbox:
-    """The back-end named ``backend`` with its default settings."""
+def make_sandbox(backend: str = "local", *, python: str | None = None, image: str | None = None,
+                 packages: Sequence[str | Path] = ()) -> Sandbox:
+    """The back-end named ``backend``: ``python`` is the local back-end's judge interpreter
+    (and the base of its per-task environments), ``image`` the Docker back-end's judge image
+    (and the base of its per-task layers); ``packages`` are local packages added to every
+    per-task judge environment."""
     if backend == "local":
+        if image is not None:
+            raise ProcgradeError("--image chooses the docker back-end's judge image; the local back-end takes --python")
         from oracles.local_sandbox import LocalSandbox
 
-        return LocalSandbox()
+        if python is not None and not (os.path.isfile(python) and os.access(python, os.X_OK)):
+            raise ProcgradeError(f"the judge interpreter {python} is not an executable file")
+        return LocalSandbox(python, packages=packages)
     if backend == "docker":
+        if python is not None:
+            raise ProcgradeError("--python chooses the local back-end's interpreter; the docker back-end takes --image")
         try:
             from oracles.docker_sandbox import DockerSandbox
         except ImportError as exc:
             raise ProcgradeError(f"the docker back-end is not available: {exc}") from None
-        return DockerSandbox()
+        return DockerSandbox(image, packages=packages)
     raise ProcgradeError(f"unknown sandbox back-end {backend!r} (available: local, docker)")
+
+
+def open_session(sandbox: Sandbox, task: Task) -> Any:
+    """A session of ``sandbox`` in the task's judge environment (its pins plus the packages
+    the sandbox was given), or in the sandbox's default one when the task declares none."""
+    if task.env is None and not getattr(sandbox, "packages", ()):
+        return sandbox.session()
+    from oracles.judge_env import EnvSpec
+
+    return sandbox.session(env=task.env or EnvSpec())
 
 
 # --- judging ----------------------------------------------------------------------------------
@@ -183,6 +214,13 @@ class _Judgement:
         files = list(task.tests.test_files)
         files.insert(secrets.randbelow(len(files) + 1), self.canary.name)
         self._test_files = files
+        self.product_paths = product_paths(task)
+        self.launcher = SuiteFile(_free_name(task, "procgrade_launcher"), LAUNCHER_SOURCE, False)
+        if task.layout == "zero2repo":
+            self.details["layout"] = "zero2repo"
+            self.details["case_timeout_sec"] = task.metadata.get("case_timeout_sec")
+        if task.notices:
+            self.details["not_honoured"] = list(task.notices)
 
     def result(self, status: str, reward: str | None, explanation: str, **fields: Any) -> JudgeResult:
         if self.workspace_sha is None:
@@ -200,7 +238,32 @@ class _Judgement:
 
     @property
     def injected(self) -> list[SuiteFile]:
-        return [*self.task.suite, self.canary]
+        return [*self.task.suite, self.canary, self.launcher]
+
+    def command(self) -> str:
+        """The task's command with ``{python} -m pytest`` run through the judge's launcher
+        (:mod:`oracles.judge_launcher`): pytest first, then the bans, then the product."""
+        task = self.task
+        template = task.tests.test_command
+        if _PYTEST_MODULE not in template:
+            self.details["judge_time_ban"] = "not installed: the command does not run {python} -m pytest"
+            return template
+        args = ["{python}", "{test_dir}/" + self.launcher.name, "--mode",
+                "isolated" if task.layout == "zero2repo" else "module", "--workspace", "{workspace}",
+                "--tests", "{test_dir}"]
+        if task.layout == "zero2repo":
+            for path in self.product_paths:
+                args += ["--product", "{workspace}" + ("/" + path if path else "")]
+        for ban in task.denylist.import_ban:
+            args += ["--ban", shlex.quote(ban)]
+        for ban in task.judge_bans:
+            args += ["--judge-ban", shlex.quote(ban)]
+        if _suite_imports_banned(task):
+            args.append("--allow-tests")
+        self.details["judge_time_ban"] = {"modules": list(task.denylist.import_ban),
+                                          "judge_bans": list(task.judge_bans),
+                                          "tests_may_import": "--allow-tests" in args}
+        return template.replace(_PYTEST_MODULE, " ".join(args) + " --", 1)
 
     @property
     def test_files(self) -> list[str]:
@@ -213,8 +276,58 @@ class _Judgement:
             if (folder / ".git").exists():  # the repository holding the task has its answers too
                 hide.append(folder / ".git")
                 break
-        return RunSpec(command_template=self.task.tests.test_command, workdir_template=self.task.manifest.workdir,
+        return RunSpec(command_template=self.command(), workdir_template=self.task.manifest.workdir,
                        test_files=self.test_files, timeout_sec=self.timeout, hide=hide)
+
+
+_PYTEST_MODULE = "{python} -m pytest"
+#: The launcher's source, injected beside the hidden tests (not part of the suite hash).
+LAUNCHER_SOURCE = (Path(__file__).with_name("judge_launcher.py")).read_bytes()
+_PYTHONPATH = re.compile(r"(?:^|\s)PYTHONPATH=(\S+)")
+
+
+def product_paths(task: Task) -> tuple[str, ...]:
+    """The workspace folders on the product's import path (relative, ``""`` the root): the
+    task's own (Zero2Repo's ``PYTHONPATH=src``), or the ``{workspace}`` entries of
+    ``PYTHONPATH=`` in the test command; the root when it names none."""
+    if task.product_paths is not None:
+        return task.product_paths or ("",)
+    paths: list[str] = []
+    for match in _PYTHONPATH.finditer(task.tests.test_command):
+        for entry in match.group(1).split(":"):
+            if entry == "{workspace}" or entry.startswith("{workspace}/"):
+                rel = posixpath.normpath(entry[len("{workspace}"):].lstrip("/") or ".")
+                rel = "" if rel == "." else rel
+                if not rel.startswith("..") and rel not in paths:
+                    paths.append(rel)
+    return tuple(paths) or ("",)
+
+
+def _free_name(task: Task, stem: str) -> str:
+    taken = {f.name.split("/")[0].lower() for f in task.suite}
+    name, n = f"{stem}.py", 1
+    while name.lower() in taken:
+        n += 1
+        name = f"{stem}{n}.py"
+    return name
+
+
+_SUITE_BANNED: dict[str, bool] = {}
+
+
+def _suite_imports_banned(task: Task) -> bool:
+    """Whether the hidden suite itself imports a banned module (an oracle): then the judge-time
+    ban lets the suite's own imports through."""
+    key = task.suite_sha256 + ":" + ",".join(task.denylist.import_ban)
+    if key not in _SUITE_BANNED:
+        found = False
+        for f in task.suite:
+            if f.name.endswith(".py") and task.denylist.import_ban:
+                if imported_banned(f.data, task.denylist.import_ban):
+                    found = True
+                    break
+        _SUITE_BANNED[key] = found
+    return _SUITE_BANNED[key]
 
 
 def _random_name() -> str:
@@ -300,7 +413,7 @@ def _submission_problem(task: Task, workspace: Path, submit_file: Path | None) -
     return None
 
 
-_FINDING_KINDS = (("shadow", "runner shadow(s) at the workspace root"), ("import", "banned import(s)"),
+_FINDING_KINDS = (("shadow", "runner shadow(s) on the product's import path"), ("import", "banned import(s)"),
                   ("compiled", "compiled module(s) the scan cannot read"), ("link", "link(s) out of the workspace"),
                   ("limit", "workspace(s) too large to scan"))
 
@@ -316,12 +429,15 @@ def judge(task: Task, workspace: str | Path, sandbox: Sandbox, *, submit_file: s
             return j.result("not_submitted", "0", problem)
     scan: ScanSummary | None = None
     try:
-        with sandbox.session() as sb:
+        with open_session(sandbox, task) as sb:
+            masked = _mask_banned(j, sb)
+            if masked:
+                j.details["masked_modules"] = masked
             loaded = sb.load_workspace(workspace)
             j.workspace_sha = loaded.sha256
             j.details["workspace"] = {"files": loaded.files, "bytes": loaded.bytes,
                                       **({"left_out": loaded.left_out[:20]} if loaded.left_out else {})}
-            shadows = find_shadows(loaded.path, sb.runner_modules())
+            shadows = find_shadows(loaded.path, sb.runner_modules(), j.product_paths)
             scanned = scan_imports(loaded.path, task.denylist.import_ban)
             found = [*shadows, *scanned.findings]
             findings = [str(f) for f in found]
@@ -345,6 +461,18 @@ def judge(task: Task, workspace: str | Path, sandbox: Sandbox, *, submit_file: s
         return j.result("infra_error", None, f"judge error: {exc}", scan=scan)
     assert scan is not None
     return _decide(j, scan, outcome)
+
+
+def _mask_banned(j: _Judgement, sb: Any) -> dict[str, list[str]]:
+    """Mask the banned modules installed in the judge environment for the whole run (so no
+    process, not even a fresh interpreter the tested code starts, can load them), unless
+    the hidden suite imports one itself or the runner needs it (pytest's own dependencies:
+    the launcher's in-process ban covers those)."""
+    task = j.task
+    bans = task.denylist.import_ban
+    if not bans or _PYTEST_MODULE not in task.tests.test_command or _suite_imports_banned(task):
+        return {}
+    return sb.mask_modules(sorted({b.split(".")[0] for b in bans}))
 
 
 def _exit_text(code: int | None) -> str:
@@ -373,7 +501,7 @@ def _runner_sanity(j: _Judgement) -> tuple[bool, str]:
     from a submission that broke the runner.)"""
     try:
         with tempfile.TemporaryDirectory(prefix="procgrade-empty-workspace-") as empty:
-            with j.sandbox.session() as sb:
+            with open_session(j.sandbox, j.task) as sb:
                 sb.load_workspace(Path(empty))
                 sb.inject_tests(j.injected)
                 outcome = sb.run_tests(j.spec())
@@ -410,6 +538,9 @@ def _decide(j: _Judgement, scan: ScanSummary, outcome: RunOutcome) -> JudgeResul
     if outcome.stragglers_killed:
         j.details["stragglers_killed"] = outcome.stragglers_killed
     common = {"scan": scan, "output_tail": outcome.output_tail, "command": outcome.command}
+    banned = [e for e in outcome.policy_events if e.get("kind") == "import_ban"]
+    if outcome.policy_events:
+        j.details["policy_events"] = outcome.policy_events[:50]
     if outcome.timed_out:
         return j.result("timeout", "0", f"the test command did not finish within {j.timeout:g}s and was killed",
                         **common)
@@ -505,6 +636,10 @@ def _decide(j: _Judgement, scan: ScanSummary, outcome: RunOutcome) -> JudgeResul
                        f"not with the status of a run whose only failure is the canary (exit 1)")
     if not tests and not reasons:
         reasons.append("no hidden test ran")
+    if banned:
+        names = sorted({str(e.get("name")) for e in banned})
+        reasons.insert(0, f"the tested code tried to import what the task bans ({', '.join(names[:_LIST])}): "
+                          "refused by the judge-time import ban")
     if reasons:
         return j.result("evaluated", "0", "; ".join(reasons), tests=tests, collection_errors=cerrs,
                         collection_skipped=cskips, **counts, **common)
@@ -643,6 +778,33 @@ class ControlCheck:
     ok: bool
     problem: str = ""
 
+    @property
+    def seconds(self) -> float:
+        """How long judging this control took (wall clock)."""
+        return self.result.duration_ms / 1000
+
+
+def _must_fail_problem(task: Task, want: list[str], result: JudgeResult) -> str:
+    """Procgrade's layout: exactly ``want`` fail (or error), all others pass. Zero2Repo's: each
+    entry is a test-id suffix that must be reported failed (not errored)."""
+    if task.layout == "zero2repo":
+        missing = []
+        for entry in want:
+            hits = [c for c in result.tests if c.test_id == entry or c.test_id.endswith("::" + entry)
+                    or c.test_id.endswith("/" + entry) or c.test_id.endswith(entry)]
+            if not any(c.outcome == "failed" for c in hits):
+                missing.append(entry)
+        return f"must_fail_tests not reported FAILED: {', '.join(missing[:3])}" if missing else ""
+    wanted = set(want)
+    failing = {c.test_id for c in result.tests if c.outcome in ("failed", "error")}
+    others = {c.test_id for c in result.tests if c.outcome != "passed"} - wanted
+    if failing != wanted or others or result.collection_errors:
+        extra = sorted((failing | others) - wanted)
+        missing = sorted(wanted - failing)
+        return "must_fail_tests mismatch" + (f"; also failing: {', '.join(extra[:3])}" if extra else "") + (
+            f"; not failing: {', '.join(missing[:3])}" if missing else "")
+    return ""
+
 
 def validate_task(task_dir: str | Path, backend: str = "local", *, sandbox: Sandbox | None = None,
                   timeout_sec: float | None = None) -> tuple[Task, list[ControlCheck]]:
@@ -650,6 +812,13 @@ def validate_task(task_dir: str | Path, backend: str = "local", *, sandbox: Sand
     exactly those tests must fail (or error) and all others pass."""
     task = load_task(task_dir)
     sandbox = sandbox or make_sandbox(backend)
+    if (task.env is not None or getattr(sandbox, "packages", ())) and hasattr(sandbox, "environment"):
+        from oracles.judge_env import EnvSpec
+
+        try:  # built (or found) once up front: each control's time is its judging only
+            sandbox.environment(task.env or EnvSpec())
+        except SandboxError:
+            pass  # every control then reports the same infrastructure error
     checks = []
     for name, control in sorted(task.controls.items()):
         result = judge(task, control.app, sandbox, timeout_sec=timeout_sec, check_submission=False)
@@ -660,13 +829,6 @@ def validate_task(task_dir: str | Path, backend: str = "local", *, sandbox: Sand
         elif result.status in ("infra_error", "timeout"):
             problem = f"reward {expected} but status {result.status}"
         elif control.expect.must_fail_tests is not None:
-            want = set(control.expect.must_fail_tests)
-            failing = {c.test_id for c in result.tests if c.outcome in ("failed", "error")}
-            others = {c.test_id for c in result.tests if c.outcome != "passed"} - want
-            if failing != want or others or result.collection_errors:
-                extra = sorted((failing | others) - want)
-                missing = sorted(want - failing)
-                problem = "must_fail_tests mismatch" + (f"; also failing: {', '.join(extra[:3])}" if extra else "") + (
-                    f"; not failing: {', '.join(missing[:3])}" if missing else "")
+            problem = _must_fail_problem(task, control.expect.must_fail_tests, result)
         checks.append(ControlCheck(name, control.expect.reward, result, not problem, problem))
     return task, checks

@@ -52,6 +52,7 @@ __all__ = [
     "scan_imports",
     "find_shadows",
     "banned_entry",
+    "imported_banned",
     "FIXED_SHADOW_NAMES",
     "COMPILED_SUFFIXES",
 ]
@@ -311,17 +312,47 @@ def _top_level_name(entry: os.DirEntry[str]) -> str | None:
     return None
 
 
-def find_shadows(root: str | Path, runner_modules: frozenset[str] | set[str] = frozenset()) -> list[Finding]:
-    """Entries at the workspace root that would shadow the test runner (see module doc)."""
+def find_shadows(root: str | Path, runner_modules: frozenset[str] | set[str] = frozenset(),
+                 product_paths: tuple[str, ...] | list[str] = ("",)) -> list[Finding]:
+    """Entries that would shadow the test runner (see module doc) at the workspace root and
+    at the top of every folder on the product's import path (``product_paths``, relative to
+    the workspace: a case with ``PYTHONPATH=src`` puts ``src/`` before the runner's own
+    folders, so ``src/pytest.py`` or ``src/conftest.py`` is refused like ``pytest.py``)."""
     names = FIXED_SHADOW_NAMES | set(runner_modules)
     findings: list[Finding] = []
-    with os.scandir(root) as entries:
-        for entry in sorted(entries, key=lambda e: e.name):
-            if entry.name in FIXED_SHADOW_FILES:
-                findings.append(Finding(entry.name, 0, entry.name, "shadows the test runner's configuration", "shadow"))
-                continue
-            name = _top_level_name(entry)
-            if name is not None and name in names:
-                what = f"{entry.name}/" if entry.is_dir(follow_symlinks=True) else entry.name
-                findings.append(Finding(what, 0, name, "shadows the test runner's module", "shadow"))
+    root = Path(root)
+    seen: set[str] = set()
+    for rel in ("", *product_paths):
+        rel = rel.strip("/")
+        if rel in seen or ".." in rel.split("/"):
+            continue
+        seen.add(rel)
+        folder = root / rel if rel else root
+        if folder.is_symlink() or not folder.is_dir():
+            continue
+        prefix = f"{rel}/" if rel else ""
+        with os.scandir(folder) as entries:
+            for entry in sorted(entries, key=lambda e: e.name):
+                if entry.name in FIXED_SHADOW_FILES:
+                    findings.append(Finding(prefix + entry.name, 0, entry.name,
+                                            "shadows the test runner's configuration", "shadow"))
+                    continue
+                name = _top_level_name(entry)
+                if name is not None and name in names:
+                    what = f"{entry.name}/" if entry.is_dir(follow_symlinks=True) else entry.name
+                    findings.append(Finding(prefix + what, 0, name, "shadows the test runner's module", "shadow"))
     return findings
+
+
+def imported_banned(source: bytes, import_ban: list[str] | tuple[str, ...]) -> bool:
+    """Whether a Python text states an import of a banned module (unparsable text: no)."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return False
+    visitor = _Imports()
+    try:
+        visitor.visit(tree)
+    except RecursionError:
+        return False
+    return any(banned_entry(module, import_ban) is not None for _, module in visitor.found)

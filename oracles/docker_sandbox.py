@@ -65,9 +65,11 @@ from oracles.judge_image import (
     ensure_image,
 )
 from oracles.sandbox import (
+    BANNED_PROBE,
     RUNNER_PROBE,
     RUNNER_PROBE_PRINT,
     LoadedWorkspace,
+    PolicyLines,
     RunOutcome,
     RunSpec,
     Sandbox,
@@ -193,8 +195,9 @@ print("procgrade-supervisor status " + json.dumps(status), flush=True)
 #: As the judge user: what the runner loads (top-level third-party modules) when it runs a test.
 _PROBE = RUNNER_PROBE + RUNNER_PROBE_PRINT
 
-_PROBES: dict[str, dict[str, Any]] = {}
+_PROBES: dict[tuple[str, str], dict[str, Any]] = {}
 _PROBE_LOCK = threading.Lock()
+_BANNED: dict[tuple[str, str, tuple[str, ...]], dict[str, list[str]]] = {}
 
 
 # --- helpers ----------------------------------------------------------------------------------------
@@ -299,8 +302,10 @@ class _Tail:
         self.limit = limit
         self.buf = bytearray()
         self.error: BaseException | None = None
+        self.policy = PolicyLines()
 
     def add(self, chunk: bytes) -> None:
+        self.policy.feed(chunk)
         self.buf += chunk
         if len(self.buf) > 2 * self.limit:
             del self.buf[:-self.limit]
@@ -316,13 +321,18 @@ class DockerSandbox(Sandbox):
     """The docker back-end (see the module documentation).
 
     ``image``: the judge image's tag (default: :func:`oracles.judge_image.ensure_image`,
-    which builds it when missing unless ``build_image`` is false).
+    which builds it when missing unless ``build_image`` is false). A task with its own
+    judge environment (:mod:`oracles.judge_env`) is judged in an image layered on it
+    (built once, with the engine's network off, and cached by its pins); ``packages`` are
+    local packages added to every such layer.
     """
 
     backend = "docker"
 
     def __init__(self, image: str | None = None, *, limits: DockerLimits | None = None, client: Any | None = None,
-                 build_image: bool = True, labels: dict[str, str] | None = None) -> None:
+                 build_image: bool = True, labels: dict[str, str] | None = None,
+                 packages: Sequence[str | Path] = ()) -> None:
+        self.packages = tuple(str(Path(p).resolve()) for p in packages)
         self.limits = limits or DockerLimits()
         #: Extra labels on every container and volume (e.g. who made them, to find leftovers).
         self.labels = dict(labels or {})
@@ -351,25 +361,60 @@ class DockerSandbox(Sandbox):
                     raise SandboxError(f"judge image: {exc}") from None
             return self._image
 
+    def environment(self, env: Any) -> Any:
+        """The built :class:`~oracles.judge_env.JudgeEnv` (an image layer) for ``env``."""
+        from oracles.judge_env import EnvBuildError, EnvSpec, ensure_env_image
+
+        spec = EnvSpec(tuple(env.requirements), tuple(env.packages) + self.packages)
+        try:
+            with _api("build the task's judge environment"):
+                return ensure_env_image(self.client(), self.image(), spec)
+        except EnvBuildError as exc:
+            raise SandboxError(f"judge environment: {exc}") from None
+
     @contextlib.contextmanager
-    def session(self) -> Iterator[DockerSession]:
-        session = DockerSession(self, self.client(), self.image())
+    def session(self, env: Any = None) -> Iterator[DockerSession]:
+        if env is None:
+            session = DockerSession(self, self.client(), self.image())
+        else:
+            built = self.environment(env)
+            session = DockerSession(self, self.client(), built.name, python=built.python)
+            session._details["judge_env"] = built.describe()
         try:
             yield session
         finally:
             session.close()
 
-    def probe(self) -> dict[str, Any]:
-        """What the image's interpreter loads to run pytest (cached per image id)."""
-        client, tag = self.client(), self.image()
+    def banned_locations(self, image: str, python: str, modules: tuple[str, ...]) -> dict[str, list[str]]:
+        """Where these modules are installed in the image (cached per image id, interpreter, names)."""
+        client = self.client()
+        with _api("inspect the judge image"):
+            image_id = client.images.get(image).id
+        key = (image_id, python, modules)
+        with _PROBE_LOCK:
+            if key not in _BANNED:
+                with _api("locate the banned modules"):
+                    out = client.containers.run(
+                        image_id, [python, "-I", "-c", BANNED_PROBE, *modules], user=_USER, environment=_ENV,
+                        network_mode="none", read_only=True, cap_drop=["ALL"], security_opt=["no-new-privileges"],
+                        remove=True, stdout=True, stderr=False, labels={**self.labels, LABEL: "probe"})
+                try:
+                    _BANNED[key] = json.loads(out.decode().strip().splitlines()[-1])
+                except (ValueError, IndexError):
+                    raise SandboxError(f"cannot locate the banned modules in {image}: {out[-300:]!r}") from None
+            return _BANNED[key]
+
+    def probe(self, image: str | None = None, python: str = IMAGE_PYTHON) -> dict[str, Any]:
+        """What the image's interpreter loads to run pytest (cached per image id and interpreter)."""
+        client, tag = self.client(), image or self.image()
         with _api("inspect the judge image"):
             image_id = client.images.get(tag).id
         with _PROBE_LOCK:
-            if image_id in _PROBES:
-                return _PROBES[image_id]
+            if (image_id, python) in _PROBES:
+                return _PROBES[(image_id, python)]
             with _api("probe the judge image"):
                 out = client.containers.run(
-                    image_id, [IMAGE_PYTHON, "-c", _PROBE], user=_USER, environment=_ENV, network_mode="none",
+                    image_id, [python, "-c", _PROBE], user=_USER, environment=_ENV, network_mode="none",
                     read_only=True, tmpfs={HOME: f"rw,nosuid,nodev,size={64 * MiB},mode=1777"}, cap_drop=["ALL"],
                     security_opt=["no-new-privileges"], remove=True, stdout=True, stderr=False,
                     labels={**self.labels, LABEL: "probe"})
@@ -377,13 +422,14 @@ class DockerSandbox(Sandbox):
                 info = json.loads(out.decode().strip().splitlines()[-1])
             except (ValueError, IndexError):
                 raise SandboxError(f"the judge image {tag} cannot run pytest: {out[-500:]!r}") from None
-            _PROBES[image_id] = info
+            _PROBES[(image_id, python)] = info
             return info
 
 
 class DockerSession(SandboxSession):
-    def __init__(self, owner: DockerSandbox, client: Any, image: str) -> None:
-        self.owner, self.client, self.image = owner, client, image
+    def __init__(self, owner: DockerSandbox, client: Any, image: str, python: str = IMAGE_PYTHON) -> None:
+        self.owner, self.client, self.image, self.python = owner, client, image, python
+        self._masks: list[str] = []
         self.limits = owner.limits
         self.token = secrets.token_hex(6)
         self.host_dir = Path(tempfile.mkdtemp(prefix="procgrade-docker-"))
@@ -412,7 +458,7 @@ class DockerSession(SandboxSession):
         return dict(self._details)
 
     def runner_modules(self) -> frozenset[str]:
-        info = self.owner.probe()
+        info = self.owner.probe(self.image, self.python)
         self._details.update(python=info.get("version"), pytest=info.get("pytest"))
         return frozenset(info["modules"])
 
@@ -439,6 +485,25 @@ class DockerSession(SandboxSession):
         self.loaded = loaded
         return loaded
 
+    def mask_modules(self, modules: Sequence[str]) -> dict[str, list[str]]:
+        """Banned packages installed in the image get an empty read-only tmpfs over their folder
+        (a single-file module is left to the launcher's in-process ban and not listed)."""
+        if self.container is not None:
+            raise SandboxError("mask_modules after load_workspace")
+        if not modules:
+            return {}
+        runner = set(self.owner.probe(self.image, self.python)["modules"])
+        modules = tuple(m for m in modules if m not in runner)
+        if not modules:
+            return {}
+        found = self.owner.banned_locations(self.image, self.python, modules)
+        kept = {m: [p for p in paths if not p.endswith(".py")] for m, paths in found.items()}
+        kept = {m: paths for m, paths in kept.items() if paths}
+        self._masks = sorted({p for paths in kept.values() for p in paths})
+        self._details["mounts"] = {**self._details["mounts"],
+                                   **{p: "masked (a banned module): empty read-only tmpfs" for p in self._masks}}
+        return kept
+
     def inject_tests(self, files: Sequence[SuiteFile]) -> None:
         if self.loaded is None or self.container is None:
             raise SandboxError("inject_tests before load_workspace")
@@ -461,7 +526,7 @@ class DockerSession(SandboxSession):
         command = fill_template(spec.command_template, {
             "workspace": WORKSPACE, "test_dir": TEST_DIR,
             "test_files": [f"{TEST_DIR}/{f}" for f in spec.test_files],
-            "junit_xml": REPORT_PATH, "python": IMAGE_PYTHON,
+            "junit_xml": REPORT_PATH, "python": self.python,
         })
         workdir = spec.workdir_template.replace("{workspace}", WORKSPACE)
         self._wait_ready()
@@ -501,7 +566,8 @@ class DockerSession(SandboxSession):
             report_problem = "the sandbox's report channel gave no status (its supervisor ended early)"
         return RunOutcome(exit_code=exit_code, timed_out=timed_out, duration_ms=duration_ms, report=report,
                           report_problem=report_problem, output_tail=tail.text(), command=command,
-                          stragglers_killed=int(status.get("killed", 0)) if status else 0)
+                          stragglers_killed=int(status.get("killed", 0)) if status else 0,
+                          policy_events=tail.policy.finish())
 
     # --- steps ----------------------------------------------------------------------------------------
 
@@ -524,7 +590,8 @@ class DockerSession(SandboxSession):
                 init=True, detach=True, network_mode="none", read_only=True, working_dir="/",
                 environment={k: v for k, v in _ENV.items() if k in ("PATH", "LANG")},
                 mounts=[Mount(WORKSPACE, self.volume.name, type="volume"), Mount(JUDGE_DIR, None, type="volume")],
-                tmpfs={HOME: f"rw,nosuid,nodev,size={lim.tmp_bytes},mode=1777"},
+                tmpfs={HOME: f"rw,nosuid,nodev,size={lim.tmp_bytes},mode=1777",
+                       **{path: "ro,nosuid,nodev,size=4k,mode=0755" for path in self._masks}},
                 log_config=LogConfig(type="json-file", config={"max-size": "1m"}),
                 cap_drop=["ALL"], cap_add=["KILL"], security_opt=["no-new-privileges"], ipc_mode="private",
                 shm_size=lim.shm_bytes,

@@ -21,15 +21,21 @@ One judgement gets (all verified on the development machine, see the tests):
   its own processes, and when its first process ends or the judge kills ``unshare``
   the kernel kills every process left in it, daemons included), an IPC namespace (the
   host's SysV shared memory, semaphores and message queues are invisible, and those the
-  run makes go with it), a UTS namespace, and a mount namespace in which ``/dev/shm``,
-  ``/tmp``, ``/var/tmp``, ``/run`` (mode 0755: no Unix socket of the host's services,
-  PostgreSQL, MySQL, the Docker engine, is reachable; ``/var/run`` links to it) and
-  ``/run/lock`` are small empty private tmpfs, with only what the run needs bound back
-  at its own path (the sandbox root, which may live in ``/tmp``, and an interpreter that
-  lives there), the task package is hidden behind an empty read-only tmpfs (its
-  controls, reference code and sources), and closed folders on the way to the
-  interpreter (``/root`` when Python lives in ``/root/.pyenv``) are replaced by a tmpfs
-  exposing only that way;
+  run makes go with it), a UTS namespace, and a mount namespace in which the run's
+  **root is a fresh tmpfs** (``chroot``) holding only read-only binds of what the judge
+  needs: ``/usr`` (and ``/bin``, ``/lib*``, ``/sbin`` as on the host), the judge
+  interpreter's prefixes and library folders (a per-task virtualenv, a pyenv build under
+  ``/root``; never a checkout an editable install points at), ``/etc/ld.so.cache`` and a
+  generated ``/etc/passwd``, the device nodes ``null``, ``zero``, ``full``, ``random``,
+  ``urandom``, a new ``/proc``, small empty private tmpfs on ``/dev/shm``, ``/tmp``,
+  ``/var/tmp``, ``/run`` and ``/run/lock`` (no Unix socket of the host's services,
+  PostgreSQL, MySQL, the Docker engine, exists there), and this sandbox's own folders
+  bound back at their own paths. Nothing else of the host exists in it: no other
+  checkout, no home folder, not the task package (its controls, reference code and
+  sources);
+- **a memory cgroup** for the whole run (every process together): cgroup v2 where its
+  memory controller is available, else the v1 memory hierarchy (``details.memory`` says
+  which, or that none could be made and only rlimits apply);
 - **resource limits** (``setrlimit`` by ``prlimit`` just before ``setpriv``; no Python code
   runs between fork and exec, so judging from a threaded program is safe): ``RLIMIT_NPROC`` (fork bombs),
   ``RLIMIT_FSIZE`` (one file cannot fill the disk; the tmpfs bounds the sum),
@@ -44,12 +50,8 @@ rewritten after it (an ``atexit`` hook), arrives as a second document and makes 
 report unreadable, never a pass. The tested code cannot read the FIFO, delete it or
 create files beside it.
 
-Not isolated (a known limit of this back-end; the Docker back-end closes it): the
-host's world-readable files outside those private folders stay readable (other
-checkouts elsewhere than ``/tmp``, for instance), and a Unix socket the host keeps
-outside them with permissions open to every user would be reachable (none is on the
-development machine: every socket lives under ``/run``); CPU time is not shared fairly,
-memory is bounded per process, not in total.
+Not isolated (a known limit of this back-end): CPU time is not shared fairly (no CPU
+controller is used), and the system folders bound into the root (``/usr``) are the host's.
 """
 
 from __future__ import annotations
@@ -60,7 +62,6 @@ import fcntl
 import json
 import os
 import random
-import shlex
 import shutil
 import signal
 import stat
@@ -75,9 +76,11 @@ from pathlib import Path
 from typing import Any
 
 from oracles.sandbox import (
+    BANNED_PROBE,
     RUNNER_PROBE,
     RUNNER_PROBE_PRINT,
     LoadedWorkspace,
+    PolicyLines,
     RunOutcome,
     RunSpec,
     Sandbox,
@@ -107,6 +110,8 @@ class Limits:
     scratch_inodes: int = 100_000
     #: Size of each private /dev/shm, /tmp, /var/tmp, /run, /run/lock.
     private_tmp_bytes: int = 64 * MiB
+    #: The memory cgroup's limit for the whole run (every process together), where one can be made.
+    memory_bytes: int = 2 * GiB
     #: RLIMIT_CPU = the wall-clock limit plus this (the wall clock normally ends a run first).
     cpu_margin_sec: int = 30
     #: Largest JUnit report read.
@@ -114,10 +119,16 @@ class Limits:
     output_tail_bytes: int = 8192
 
 
-# The shared probe, plus the interpreter's own paths (the sandbox must keep them visible).
+# The shared probe, plus the interpreter's own paths (the sandbox binds them, read-only, into its
+# fresh root): its prefixes and the library folders on sys.path (site-packages; not a checkout an
+# editable install points at, which would show the tested code that checkout).
 _PROBE = RUNNER_PROBE + r"""
-paths = [sys.executable, os.path.realpath(sys.executable), sys.prefix, sys.base_prefix, sys.exec_prefix,
-         sys.base_exec_prefix] + [p for p in sys.path if p]
+prefixes = [os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix)]
+def library(p):
+    real = os.path.realpath(p)
+    return any(real == x or real.startswith(x + os.sep) for x in prefixes) or \
+        os.path.basename(real) in ("site-packages", "dist-packages")
+paths = [sys.executable, os.path.realpath(sys.executable)] + prefixes + [p for p in sys.path if p and library(p)]
 report["paths"] = sorted({os.path.realpath(p) for p in paths if os.path.exists(p)})
 """ + RUNNER_PROBE_PRINT
 
@@ -134,9 +145,146 @@ _NAMESPACES = ("--net", "--mount", "--pid", "--ipc", "--uts")
 _PRIVATE_DIRS = (("/dev/shm", "1777"), ("/tmp", "1777"), ("/var/tmp", "1777"), ("/run", "0755"),
                  ("/var/run", "0755"), ("/run/lock", "1777"), ("/var/lock", "1777"))
 _ISOLATION: dict[str, Any] = {}
+#: The system's program and library folders bound read-only into the fresh root (a link among
+#: them, e.g. ``/bin -> usr/bin`` on merged-/usr systems, is made as the same link).
+_SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+
+
+class _Cgroup:
+    """One run's memory (and pids) cgroup: cgroup v2 where its memory controller is available
+    to us, else the v1 memory hierarchy; ``None`` from :meth:`make` when neither is writable
+    (the run is then bounded by rlimits only, and the verdict says so)."""
+
+    def __init__(self, paths: list[str], procs: str, kind: str) -> None:
+        self.paths, self.procs, self.kind = paths, procs, kind
+
+    @staticmethod
+    def _v2_root() -> str | None:
+        for top in ("/sys/fs/cgroup", "/sys/fs/cgroup/unified"):
+            try:
+                if "memory" in Path(top, "cgroup.controllers").read_text().split():
+                    return top
+            except OSError:
+                continue
+        return None
+
+    @classmethod
+    def make(cls, name: str, memory_bytes: int, pids: int) -> tuple["_Cgroup | None", str]:
+        top = cls._v2_root()
+        try:
+            if top is not None:
+                with contextlib.suppress(OSError):
+                    Path(top, "cgroup.subtree_control").write_text("+memory +pids")
+                path = Path(top, name)
+                path.mkdir(mode=0o755)
+                try:
+                    (path / "memory.max").write_text(str(memory_bytes))
+                    with contextlib.suppress(OSError):
+                        (path / "memory.swap.max").write_text("0")
+                    with contextlib.suppress(OSError):
+                        (path / "pids.max").write_text(str(pids))
+                except OSError:
+                    path.rmdir()
+                    raise
+                return cls([str(path)], str(path / "cgroup.procs"), "v2"), f"cgroup v2 memory.max {memory_bytes}"
+            v1 = Path("/sys/fs/cgroup/memory")
+            if (v1 / "memory.limit_in_bytes").exists() or (v1 / "cgroup.procs").exists():
+                path = v1 / name
+                path.mkdir(mode=0o755)
+                try:
+                    (path / "memory.limit_in_bytes").write_text(str(memory_bytes))
+                    with contextlib.suppress(OSError):
+                        (path / "memory.memsw.limit_in_bytes").write_text(str(memory_bytes))
+                except OSError:
+                    path.rmdir()
+                    raise
+                return cls([str(path)], str(path / "cgroup.procs"), "v1"), \
+                    f"cgroup v1 memory.limit_in_bytes {memory_bytes} (no cgroup v2 memory controller here)"
+        except OSError as exc:
+            return None, f"none: cannot make a memory cgroup ({exc}); rlimits only"
+        return None, "none: no writable memory cgroup; rlimits only"
+
+    def remove(self) -> None:
+        for path in self.paths:
+            for _ in range(50):
+                try:
+                    os.rmdir(path)
+                    break
+                except FileNotFoundError:
+                    break
+                except OSError:
+                    time.sleep(0.05)
 
 
 _MS_NOSUID, _MS_NODEV, _MS_REMOUNT = 2, 4, 32
+
+#: The run's prelude: root, in the new namespaces, before anything of the submission runs. It
+#: follows the plan (a JSON list of steps written by the judge into its root-only folder) with
+#: ``mount(2)`` calls, one process for all of them, then execs the rest of its arguments
+#: (``prlimit ... chroot <new root> setpriv ... /bin/sh -c <command>``). Any failure prints
+#: ``procgrade sandbox: ...`` and exits 125 without writing the marker the judge checks.
+_PRELUDE = r"""
+import ctypes, ctypes.util, json, os, sys
+libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+RDONLY, NOSUID, NODEV, NOEXEC, REMOUNT, BIND, REC = 1, 2, 4, 8, 32, 4096, 16384
+def fail(what):
+    sys.stderr.write("procgrade sandbox: %s\n" % what)
+    sys.stderr.flush()
+    os._exit(125)
+def mount(src, dst, fstype, flags, data, what):
+    if libc.mount(src and src.encode(), dst.encode(), fstype and fstype.encode(), ctypes.c_ulong(flags),
+                  data and data.encode()) != 0:
+        fail("%s: %s" % (what, os.strerror(ctypes.get_errno())))
+def place(path, folder):
+    try:
+        os.makedirs(path if folder else os.path.dirname(path), mode=0o755, exist_ok=True)
+        if not folder and not os.path.lexists(path):
+            os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644))
+    except OSError as exc:
+        fail("place %s: %s" % (path, exc))
+os.umask(0o022)
+with open(sys.argv[1]) as handle:
+    plan = json.load(handle)
+for step in plan:
+    kind = step[0]
+    if kind == "cgroup":  # not fatal: the run is then bounded by its rlimits, and the judge says so
+        try:
+            with open(step[1], "w") as handle:
+                handle.write(str(os.getpid()))
+        except OSError as exc:
+            with open(step[2], "w") as handle:
+                handle.write(str(exc))
+    elif kind == "tmpfs":
+        place(step[1], True)
+        flags = NOSUID | (NODEV if step[3] else 0) | (RDONLY if len(step) > 4 and step[4] else 0)
+        mount("procgrade-sandbox", step[1], "tmpfs", flags, step[2], "tmpfs " + step[1])
+    elif kind == "bind":
+        src, dst, ro, nodev, folder = step[1:]
+        place(dst, folder)
+        mount(src, dst, None, BIND | REC, None, "bind " + src)
+        if ro:
+            mount(None, dst, None, REMOUNT | BIND | RDONLY | NOSUID | (NODEV if nodev else 0), None, "read-only " + src)
+    elif kind == "symlink":
+        try:
+            os.makedirs(os.path.dirname(step[2]), exist_ok=True)
+            os.symlink(step[1], step[2])
+        except OSError as exc:
+            fail("link %s: %s" % (step[2], exc))
+    elif kind == "write":
+        try:
+            os.makedirs(os.path.dirname(step[1]), exist_ok=True)
+            with open(step[1], "w") as handle:
+                handle.write(step[2])
+        except OSError as exc:
+            fail("write %s: %s" % (step[1], exc))
+    elif kind == "proc":
+        place(step[1], True)
+        mount("proc", step[1], "proc", NOSUID | NODEV | NOEXEC, None, "proc")
+    elif kind == "marker":
+        open(step[1], "w").close()
+sys.stdout.flush()
+os.execv(sys.argv[2], sys.argv[2:])
+"""
 _MNT_DETACH = 2
 _LIBC: Any = None
 
@@ -194,6 +342,23 @@ def _probe_interpreter(python: str) -> dict[str, Any]:
         return info
 
 
+_BANNED: dict[tuple[str, tuple[str, ...]], dict[str, list[str]]] = {}
+
+
+def _banned_locations(python: str, modules: tuple[str, ...]) -> dict[str, list[str]]:
+    """Where these modules are installed for ``python`` (cached)."""
+    key = (python, modules)
+    with _PROBE_LOCK:
+        if key not in _BANNED:
+            try:
+                done = subprocess.run([python, "-I", "-c", BANNED_PROBE, *modules], capture_output=True, text=True,
+                                      timeout=60, env=_clean_env())
+                _BANNED[key] = json.loads(done.stdout.strip().splitlines()[-1]) if done.returncode == 0 else {}
+            except (OSError, subprocess.TimeoutExpired, ValueError, IndexError):
+                raise SandboxError(f"cannot locate the banned modules with {python}") from None
+        return _BANNED[key]
+
+
 def _link_chain(path: str) -> list[str]:
     """``path`` and every link target on the way to the real file (all must be reachable)."""
     seen = [os.path.abspath(path)]
@@ -213,7 +378,7 @@ def isolation_available() -> tuple[bool, str]:
         return _ISOLATION["ok"], _ISOLATION["why"]
     ok, why = True, "root; unshare --net --mount --pid --ipc --uts; setpriv; tmpfs"
     tools = {name: shutil.which(name, path=_clean_env()["PATH"])
-             for name in ("unshare", "setpriv", "mount", "umount", "prlimit")}
+             for name in ("unshare", "setpriv", "mount", "umount", "prlimit", "chroot")}
     missing = [name for name, where in tools.items() if where is None]
     if os.geteuid() != 0:
         ok, why = False, "the local back-end isolates with a dedicated uid and namespaces, which needs root"
@@ -306,21 +471,37 @@ class LocalSandbox(Sandbox):
     backend = "local"
 
     def __init__(self, python: str | None = None, *, limits: Limits | None = None, base_dir: str | Path | None = None,
-                 isolate: bool = True) -> None:
+                 isolate: bool = True, packages: Sequence[str | Path] = ()) -> None:
+        #: The judge interpreter (default: procgrade's own); a task with its own judge
+        #: environment gets a virtualenv made from it (:mod:`oracles.judge_env`).
         self.python = python or sys.executable
         self.limits = limits or Limits()
         self.base_dir = Path(base_dir or tempfile.gettempdir()).resolve()
         self.isolate = isolate
+        self.packages = tuple(str(Path(p).resolve()) for p in packages)
+
+    def environment(self, env: Any) -> Any:
+        """The built :class:`~oracles.judge_env.JudgeEnv` (a cached virtualenv) for ``env``."""
+        from oracles.judge_env import EnvBuildError, EnvSpec, ensure_local_env
+
+        spec = EnvSpec(tuple(env.requirements), tuple(env.packages) + self.packages)
+        try:
+            return ensure_local_env(spec, self.python)
+        except EnvBuildError as exc:
+            raise SandboxError(f"judge environment: {exc}") from None
 
     @contextlib.contextmanager
-    def session(self) -> Iterator["LocalSession"]:
+    def session(self, env: Any = None) -> Iterator["LocalSession"]:
         if self.isolate:
             ok, why = isolation_available()
             if not ok:
                 raise SandboxError(f"local sandbox unavailable: {why}")
             if not _reachable_by_others(self.base_dir):
                 raise SandboxError(f"the sandbox base folder {self.base_dir} is not reachable by an unprivileged user")
-        session = LocalSession(self)
+        built = self.environment(env) if env is not None else None
+        session = LocalSession(self, built.python if built is not None else self.python)
+        if built is not None:
+            session._details["judge_env"] = built.describe()
         try:
             yield session
         finally:
@@ -328,8 +509,11 @@ class LocalSandbox(Sandbox):
 
 
 class LocalSession(SandboxSession):
-    def __init__(self, owner: LocalSandbox) -> None:
+    def __init__(self, owner: LocalSandbox, python: str | None = None) -> None:
         self.owner = owner
+        self.python = python or owner.python
+        self.cgroup: _Cgroup | None = None
+        self._masks: list[str] = []
         self.limits = owner.limits
         self.isolate = owner.isolate
         self.tools: dict[str, str] = _ISOLATION.get("tools") or {
@@ -346,8 +530,10 @@ class LocalSession(SandboxSession):
             if self.isolate:
                 self._mount_root()
                 self.uid = self._pick_uid()
+                self.cgroup, memory = _Cgroup.make(f"procgrade-sandbox-{self.uid}-{os.getpid()}",
+                                                   self.limits.memory_bytes, self.limits.nproc)
                 self._details.update(uid=self.uid, network="none (network namespace)", pid_namespace=True,
-                                     limits=asdict(self.limits))
+                                     limits=asdict(self.limits), memory=memory)
             else:
                 self._details.update(uid=os.geteuid(), network="host", pid_namespace=False,
                                      limits={k: v for k, v in asdict(self.limits).items() if k != "nproc"})
@@ -428,7 +614,20 @@ class LocalSession(SandboxSession):
         return loaded
 
     def runner_modules(self) -> frozenset[str]:
-        return frozenset(_probe_interpreter(self.owner.python)["modules"])
+        info = _probe_interpreter(self.python)
+        self._details.update(python=info.get("version"), pytest=info.get("pytest"), interpreter=self.python)
+        return frozenset(info["modules"])
+
+    def mask_modules(self, modules: Sequence[str]) -> dict[str, list[str]]:
+        if not self.isolate or not modules:
+            return {}
+        runner = set(_probe_interpreter(self.python)["modules"])
+        modules = tuple(m for m in modules if m not in runner)
+        if not modules:
+            return {}
+        found = _banned_locations(self.python, modules)
+        self._masks = sorted({p for paths in found.values() for p in paths})
+        return found
 
     def inject_tests(self, files: Sequence[SuiteFile]) -> None:
         tests = self.root / "tests"
@@ -465,7 +664,7 @@ class LocalSession(SandboxSession):
         command = fill_template(spec.command_template, {
             "workspace": str(self.workspace), "test_dir": str(self.tests),
             "test_files": [str(self.tests / f) for f in spec.test_files],
-            "junit_xml": str(fifo), "python": self.owner.python,
+            "junit_xml": str(fifo), "python": self.python,
         })
         workdir = spec.workdir_template.replace("{workspace}", str(self.workspace))
         env = _clean_env({"HOME": str(home), "TMPDIR": str(tmp), "USER": SANDBOX_USER, "LOGNAME": SANDBOX_USER})
@@ -503,9 +702,12 @@ class LocalSession(SandboxSession):
             report, report_problem = reader.finish()
         if self.isolate and not (self.root / "judge" / "prelude.ok").exists() and not timed_out:
             raise SandboxError("the sandbox could not be set up: " + _tail(log_path, 2000).strip())
+        failed = self.root / "judge" / "cgroup.failed"
+        if failed.exists():
+            self._details["memory"] = f"none: could not join the memory cgroup ({_tail(failed, 300)}); rlimits only"
         return RunOutcome(exit_code=proc.returncode, timed_out=timed_out, duration_ms=duration_ms, report=report,
                           report_problem=report_problem, output_tail=_tail(log_path, self.limits.output_tail_bytes),
-                          command=command, stragglers_killed=stragglers)
+                          command=command, stragglers_killed=stragglers, policy_events=_policy_events(log_path))
 
     # --- isolation -------------------------------------------------------------------------------
 
@@ -521,111 +723,100 @@ class LocalSession(SandboxSession):
         return [self.tools["prlimit"], *options, "--"]
 
     def _isolated_argv(self, spec: RunSpec, workdir: str, command: str) -> list[str]:
-        q = shlex.quote
+        """The run's command line: ``unshare`` into new namespaces, a prelude (root, in the new
+        mount namespace: one Python process making the mounts with ``mount(2)``, see
+        :data:`_PRELUDE`) that joins the memory cgroup and builds a fresh root, then
+        ``chroot`` and ``setpriv`` down to the sandbox uid.
+
+        The fresh root is a small tmpfs holding only read-only binds of what the judge needs:
+        the system's program and library folders (``/usr``, and ``/bin``, ``/lib*``, ``/sbin``
+        as on the host), the judge interpreter's prefixes and library folders (a per-task
+        virtualenv, a pyenv build under ``/root``...), ``/etc/ld.so.cache`` and a generated
+        ``/etc/passwd``; device nodes ``null``, ``zero``, ``full``, ``random``, ``urandom``;
+        a new ``/proc``; private tmpfs ``/tmp``, ``/var/tmp``, ``/dev/shm``, ``/run``,
+        ``/run/lock``; and this sandbox's own folders (workspace and home read-write for the
+        sandbox user, tests read-only, the report FIFO). Nothing else of the host exists there:
+        no other checkout, no home folder, no host socket, not the task package."""
         root = str(self.root)
-        needed = [root, *_probe_interpreter(self.owner.python)["paths"]]
-        stage = self.root / "judge" / "stage"
-        stage.mkdir(mode=0o700)
-        lines = ["set -u", "umask 022", "fail() { echo \"procgrade sandbox: $*\" >&2; exit 125; }"]
-        mounted: dict[str, str] = {}
-
-        # 1. private temporary and runtime folders: each an empty tmpfs, so nothing of the host's
-        #    /tmp (other checkouts, other judgements), /run (Unix sockets: databases, the Docker
-        #    engine) or /dev/shm is reachable. What the run needs from under one (the sandbox
-        #    root, an interpreter living in /tmp) is first bound to a keep point on the private
-        #    /dev/shm, then bound back at the same path on the new tmpfs.
+        info = _probe_interpreter(self.python)
+        system = [top for top in _SYSTEM_DIRS if os.path.lexists(top)]
+        needed = _outermost([p for p in info["paths"] if not any(_under(p, top) for top in system
+                                                                  if not os.path.islink(top))])
+        new = str(self.root / "judge" / "newroot")
         size = self.limits.private_tmp_bytes
-        keep_base = "/dev/shm/.procgrade-keep"
-        keeps = 0
-        done: set[str] = set()
-        for name, mode in _PRIVATE_DIRS:
-            real = os.path.realpath(name)
-            if real in done or not os.path.isdir(real):
-                continue
-            done.add(real)
-            if any(_under(real, p) for p in needed):
-                raise SandboxError(f"the sandbox cannot hide {real}: the run needs all of it")
-            kept = _outermost([p for p in needed if _under(p, real)])
-            if kept and (_under(real, "/dev/shm") or "/dev/shm" not in done):
-                raise SandboxError(f"the sandbox cannot keep {kept[0]} while hiding {real}")
-            saved = []
-            for path in kept:
-                point = f"{keep_base}/{keeps}"
-                keeps += 1
-                make = "mkdir" if os.path.isdir(path) else "touch"
-                lines.append(f"{make} {q(point)} && mount --rbind {q(path)} {q(point)} || fail keep {q(path)}")
-                saved.append((path, point, make))
-            lines.append(f"mkdir -p {q(real)} && mount -t tmpfs -o size={size},mode={mode},nosuid,nodev procgrade-private "
-                         f"{q(real)} || fail private {q(real)}")
-            for path, point, make in saved:
-                remove = "rmdir" if make == "mkdir" else "rm -f"
-                lines.append(f"mkdir -p {q(os.path.dirname(path))} && {make} {q(path)} && mount --rbind {q(point)} "
-                             f"{q(path)} && umount -l {q(point)} && {remove} {q(point)} || fail restore {q(path)}")
-            if real == "/dev/shm":
-                lines.append(f"mkdir -m 0700 {q(keep_base)} || fail keep")
-            mounted[real] = f"private tmpfs {size}" + (f", keeping {', '.join(kept)}" if kept else "")
-        if "/dev/shm" in done:
-            lines.append(f"rmdir {q(keep_base)} || fail keep")
+        plan: list[list[Any]] = []
+        mounts: dict[str, str] = {}
 
-        # 2. closed folders on the way to the interpreter: keep only that way.
-        closed: dict[str, set[str]] = {}
-        for path in needed:
-            parts = Path(path).parts
-            for depth in range(1, len(parts)):
-                ancestor, child = str(Path(*parts[:depth])), parts[depth]
-                try:
-                    mode = os.stat(ancestor).st_mode
-                except OSError:
-                    break
-                if not mode & stat.S_IXOTH:
-                    closed.setdefault(ancestor, set()).add(child)
-        n = 0
-        for ancestor in sorted(closed, key=lambda a: len(Path(a).parts), reverse=True):
-            if _under(root, ancestor):
-                raise SandboxError(f"the sandbox lies under {ancestor}, which an unprivileged user cannot enter")
-            pairs = []
-            for child in sorted(closed[ancestor]):
-                src = os.path.join(ancestor, child)
-                if not os.path.exists(src):
-                    continue
-                tgt = str(stage / str(n))
-                n += 1
-                make = "mkdir" if os.path.isdir(src) else "touch"
-                lines.append(f"{make} {q(tgt)} && mount --rbind {q(src)} {q(tgt)} || fail stage {q(src)}")
-                pairs.append((src, tgt, make))
-            lines.append(f"mount -t tmpfs -o size=1m,mode=0755,nosuid,nodev procgrade-expose {q(ancestor)} "
-                         f"|| fail expose {q(ancestor)}")
-            for src, tgt, make in pairs:
-                lines.append(f"{make} {q(src)} && mount --rbind {q(tgt)} {q(src)} || fail expose {q(src)}")
-            mounted[ancestor] = "only " + ", ".join(sorted(closed[ancestor]))
+        def bind(src: str, ro: bool = True, nodev: bool = True) -> None:
+            plan.append(["bind", src, new + src, ro, nodev, os.path.isdir(src)])
 
-        # 3. hidden paths (the task package).
-        for hidden in spec.hide:
-            real = os.path.realpath(hidden)
-            if not os.path.exists(real) or any(_under(p, real) for p in needed):
-                continue
-            # (absent from the sandbox when it lay in a private folder: nothing to hide then)
-            if os.path.isdir(real):
-                lines.append(f"[ ! -e {q(real)} ] || mount -t tmpfs -o ro,size=4k,mode=0755,nosuid,nodev "
-                             f"procgrade-hidden {q(real)} || fail hide {q(real)}")
+        if self.cgroup is not None:
+            plan.append(["cgroup", self.cgroup.procs, str(self.root / "judge" / "cgroup.failed")])
+        plan.append(["tmpfs", new, "size=16m,mode=0755", False])
+        for top in system:
+            if os.path.islink(top):
+                plan.append(["symlink", os.readlink(top), new + top])
             else:
-                lines.append(f"[ ! -e {q(real)} ] || mount --bind /dev/null {q(real)} || fail hide {q(real)}")
-            mounted[real] = "hidden"
-        self._details["mounts"] = mounted
+                bind(top, nodev=False)
+        mounts["/"] = ("fresh tmpfs root; read-only: " + ", ".join(t for t in system if not os.path.islink(t))
+                       + (", " + ", ".join(needed) if needed else ""))
 
-        if "/run" in done:  # mount(8) keeps its table there: the private /run is left empty but for /run/lock
-            lines.append("rm -rf /run/mount || fail clean /run")
-        lines.append(f": > {q(str(self.root / 'judge' / 'prelude.ok'))} || fail marker")
+        # private temporary and runtime folders, then what lives under them (the sandbox root,
+        # an interpreter living in /tmp) bound back at its own path.
+        for name, mode in _PRIVATE_DIRS:
+            if name in ("/var/run", "/var/lock", "/dev/shm"):
+                continue
+            plan.append(["tmpfs", new + name, f"size={size},mode={mode}", True])
+        plan += [["symlink", "/run", new + "/var/run"], ["symlink", "/run/lock", new + "/var/lock"]]
+        for name, _ in _PRIVATE_DIRS:
+            if name in ("/var/run", "/var/lock"):
+                continue
+            real = os.path.realpath(name)
+            kept = [p for p in [root, *needed] if _under(p, name) or (real != name and _under(p, real))]
+            mounts[name] = f"private tmpfs {size}" + (f", keeping {', '.join(kept)}" if kept else "")
+        for path in needed:
+            bind(path)
+        for path in self._masks:  # banned modules installed in the judge environment
+            if os.path.isdir(path):
+                plan.append(["tmpfs", new + path, "size=4k,mode=0755", True, True])
+            else:
+                plan.append(["bind", "/dev/null", new + path, True, True, False])
+            mounts[path] = "masked (a banned module)"
+        for f in ("/etc/ld.so.cache", "/etc/localtime"):
+            if os.path.isfile(f):
+                plan.append(["bind", os.path.realpath(f), new + f, True, True, False])
         uid = self.uid
-        lines.append(
-            f"exec {' '.join(q(a) for a in self._prlimit(spec.timeout_sec))} "
-            f"{q(self.tools['setpriv'])} --reuid={uid} --regid={uid} --clear-groups --inh-caps=-all "
-            f"--bounding-set=-all --no-new-privs -- /bin/sh -c 'cd \"$1\" || exit 126; exec /bin/sh -c \"$2\"' "
-            f"{SANDBOX_USER} \"$1\" \"$2\""
-        )
-        prelude = "\n".join(lines)
+        plan.append(["write", new + "/etc/passwd", f"root:x:0:0:root:/root:/usr/sbin/nologin\n{SANDBOX_USER}:x:{uid}:"
+                     f"{uid}:procgrade sandbox:/nonexistent:/usr/sbin/nologin\n"])
+        plan.append(["write", new + "/etc/group", f"root:x:0:\n{SANDBOX_USER}:x:{uid}:\n"])
+        plan.append(["tmpfs", new + "/dev", "size=64k,mode=0755", False])
+        for dev in ("null", "zero", "full", "random", "urandom"):
+            plan.append(["bind", f"/dev/{dev}", f"{new}/dev/{dev}", False, False, False])
+        for name, target in (("fd", "/proc/self/fd"), ("stdin", "/proc/self/fd/0"), ("stdout", "/proc/self/fd/1"),
+                             ("stderr", "/proc/self/fd/2")):
+            plan.append(["symlink", target, f"{new}/dev/{name}"])
+        plan.append(["tmpfs", new + "/dev/shm", f"size={size},mode=1777", True])
+        plan.append(["proc", new + "/proc"])
+
+        # this sandbox's folders: the workspace and home read-write, the tests read-only
+        for sub, ro in (("workspace", False), ("tests", True), ("report", False), ("home", False), ("tmp", False)):
+            if (self.root / sub).exists():
+                bind(f"{root}/{sub}", ro=ro)
+        for hidden in spec.hide:  # the task package: in no bound folder unless the interpreter holds it
+            real = os.path.realpath(hidden)
+            if not any(_under(real, p) for p in [*needed, *system]):
+                mounts[real] = "hidden"
+        self._details["mounts"] = mounts
+        self._details["root_fs"] = "fresh tmpfs root (chroot), read-only binds of the system and interpreter folders"
+        plan.append(["marker", str(self.root / "judge" / "prelude.ok")])
+        plan_path = self.root / "judge" / "plan.json"
+        plan_path.write_text(json.dumps(plan))
+
+        tail = [*self._prlimit(spec.timeout_sec), self.tools["chroot"], new, self.tools["setpriv"], f"--reuid={uid}",
+                f"--regid={uid}", "--clear-groups", "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--",
+                "/bin/sh", "-c", 'cd "$1" || exit 126; exec /bin/sh -c "$2"', SANDBOX_USER, workdir, command]
         return [self.tools["unshare"], *_NAMESPACES, "--fork", "--kill-child", "--mount-proc",
-                "--propagation", "private", "--", "/bin/sh", "-c", prelude, SANDBOX_USER, workdir, command]
+                "--propagation", "private", "--", sys.executable, "-I", "-S", "-c", _PRELUDE, str(plan_path), *tail]
 
     # --- teardown --------------------------------------------------------------------------------
 
@@ -633,11 +824,26 @@ class LocalSession(SandboxSession):
         if self.uid is not None and not self._swept:
             with contextlib.suppress(SandboxError):
                 _kill_uid(self.uid)
+        if self.cgroup is not None:
+            self.cgroup.remove()
+            self.cgroup = None
         if self.mounted:
             if not _sys_umount(str(self.root)):
                 subprocess.run([self.tools["umount"], "-l", str(self.root)], capture_output=True, env=_clean_env())
             self.mounted = False
         shutil.rmtree(self.root, ignore_errors=True)
+
+
+def _policy_events(path: Path) -> list[dict[str, Any]]:
+    """The launcher's ``procgrade-policy`` lines in the run's whole output."""
+    lines = PolicyLines()
+    try:
+        with open(path, "rb") as handle:
+            while block := handle.read(1 << 20):
+                lines.feed(block)
+    except OSError:
+        pass
+    return lines.finish()
 
 
 def _tail(path: Path, size: int) -> str:

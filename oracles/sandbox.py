@@ -47,6 +47,8 @@ __all__ = [
     "VENV_DIRS",
     "RUNNER_PROBE",
     "RUNNER_PROBE_PRINT",
+    "PolicyLines",
+    "BANNED_PROBE",
 ]
 
 #: Bytecode caches are derived data and are not judged: a stale or crafted ``.pyc`` whose
@@ -87,8 +89,71 @@ modules = sorted(t for t in tops if sys.modules.get(t) is not None and third_par
 report = {"modules": modules, "pytest": pytest.__version__, "version": sys.version.split()[0]}
 """
 
+#: Run with the judge interpreter, banned module names as arguments: prints, as JSON, where each
+#: one installed in the environment's site-packages lives (found without importing it), so a
+#: back-end can mask those files for the whole run (:meth:`SandboxSession.mask_modules`).
+BANNED_PROBE = r"""
+import importlib.util, json, os, sys
+out = {}
+for name in sys.argv[1:]:
+    root = name.split(".")[0]
+    try:
+        spec = importlib.util.find_spec(root)
+    except (ImportError, ValueError):
+        spec = None
+    if spec is None:
+        continue
+    places = list(spec.submodule_search_locations or [])
+    if not places and spec.origin and os.path.isabs(spec.origin):
+        places = [spec.origin]
+    places = [os.path.realpath(p) for p in places
+              if any(part in ("site-packages", "dist-packages") for part in p.split(os.sep))]
+    if places:
+        out[root] = sorted(set(places))
+print(json.dumps(out, sort_keys=True))
+"""
+
 #: Prints the probe's report (appended last).
 RUNNER_PROBE_PRINT = "print(json.dumps(report, sort_keys=True))\n"
+
+
+#: A line the launcher writes for each refused attempt (``procgrade-policy {json}``).
+POLICY_MARK = b"procgrade-policy "
+MAX_POLICY_EVENTS = 100
+
+
+class PolicyLines:
+    """Collects the launcher's ``procgrade-policy`` lines from a run's output, fed in chunks."""
+
+    def __init__(self) -> None:
+        self.partial = b""
+        self.events: list[dict[str, Any]] = []
+
+    def feed(self, chunk: bytes) -> None:
+        data = self.partial + chunk
+        lines = data.split(b"\n")
+        self.partial = lines.pop()[-4096:]
+        for line in lines:
+            self._line(line)
+
+    def _line(self, line: bytes) -> None:
+        line = line.strip()
+        if not line.startswith(POLICY_MARK) or len(self.events) >= MAX_POLICY_EVENTS:
+            return
+        import json
+
+        try:
+            event = json.loads(line[len(POLICY_MARK):].decode("utf-8", "replace"))
+        except ValueError:
+            return
+        if isinstance(event, dict) and event not in self.events:
+            self.events.append({k: str(v)[:300] for k, v in sorted(event.items())})
+
+    def finish(self) -> list[dict[str, Any]]:
+        if self.partial:
+            self._line(self.partial)
+            self.partial = b""
+        return self.events
 
 
 class SandboxError(ProcgradeError):
@@ -135,6 +200,9 @@ class RunOutcome:
     command: str = ""
     #: Processes of the sandbox still alive after the run that the back-end had to kill.
     stragglers_killed: int = 0
+    #: What the judge's launcher refused while the tests ran (``{kind, name, detail}``, see
+    #: :mod:`oracles.judge_launcher`), read from the run's output.
+    policy_events: list[dict[str, Any]] = field(default_factory=list)
 
 
 class SandboxSession(ABC):
@@ -147,6 +215,14 @@ class SandboxSession(ABC):
     def runner_modules(self) -> frozenset[str]:
         """Top-level module names of the test runner's own (non-stdlib) code in the judge
         environment: a workspace may not shadow them."""
+
+    def mask_modules(self, modules: Sequence[str]) -> dict[str, list[str]]:
+        """Hide the installed files of these banned modules from the whole run (every process,
+        a fresh interpreter the tested code starts included), before :meth:`load_workspace`;
+        ``{module: [paths masked]}``. The test runner's own modules are never masked (the
+        launcher's in-process ban covers them). The default masks nothing (a back-end that
+        cannot)."""
+        return {}
 
     @abstractmethod
     def inject_tests(self, files: Sequence[SuiteFile]) -> None: ...
@@ -164,9 +240,14 @@ class Sandbox(ABC):
     """A back-end: makes fresh sessions."""
 
     backend: str = ""
+    #: Local packages (folders with ``pyproject.toml``, or wheels) added to every judge
+    #: environment this back-end builds (e.g. an upstream a control wraps, in tests).
+    packages: tuple[str, ...] = ()
 
     @abstractmethod
-    def session(self) -> AbstractContextManager[SandboxSession]: ...
+    def session(self, env: Any = None) -> AbstractContextManager[SandboxSession]:
+        """A fresh session; ``env`` (an :class:`oracles.judge_env.EnvSpec`): run it in that
+        task's judge environment (built once, cached) instead of the default one."""
 
 
 # --- shared helpers ---------------------------------------------------------------------------

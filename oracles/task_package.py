@@ -10,6 +10,9 @@ Layout (paper, Appendix B; the sample ``tasks/verrange/README.md`` explains ever
     controls/<name>/app/                    a workspace to judge as a submission
     controls/<name>/expect.json             the reward it must get (ControlExpect)
 
+A folder whose ``source/manifest.json`` has ``case_id`` is a Zero2Repo case package and is
+read as it is by :mod:`oracles.zero2repo` (its own field names and semantics).
+
 Everything is checked on load and every problem is reported as ``FILE: field: reason``
 (all of them at once, one per line). The JSON files are read with strict models
 that forbid unknown keys: a typo in a field name is an error, not a default.
@@ -236,6 +239,18 @@ class Task:
     tests_dir: Path
     tests: TestManifest
     controls: dict[str, Control] = field(default_factory=dict)
+    #: ``procgrade`` (this module's layout) or ``zero2repo`` (:mod:`oracles.zero2repo`).
+    layout: str = "procgrade"
+    #: The task's own judge environment (pinned test dependencies), if it declares one.
+    env: Any = None
+    #: Folders of the workspace (relative; ``""`` the root) on the product's import path; None:
+    #: read from the ``PYTHONPATH={workspace}...`` of the test command.
+    product_paths: tuple[str, ...] | None = None
+    #: Zero2Repo's ``judge_bans`` (``socket``, ``subprocess``), enforced while tests run.
+    judge_bans: tuple[str, ...] = ()
+    #: What procgrade reads but does not honour, ``FILE: field: why`` (never silently dropped).
+    notices: tuple[str, ...] = ()
+    metadata: dict[str, Any] = field(default_factory=dict)
 
     @property
     def task_id(self) -> str:
@@ -305,6 +320,18 @@ def _read_model(path: Path, model: type[BaseModel], problems: _Problems) -> Any:
         return None
 
 
+def _check_suite_files(tests: TestManifest, tests_dir: Path, mdir: Path, milestone: str, problems: _Problems) -> None:
+    if not tests_dir.is_dir():
+        problems.add(tests_dir, None, "missing: the hidden tests folder")
+        return
+    where = tests_dir.relative_to(mdir.parent.parent).as_posix()
+    for kind, names in (("test_files", tests.test_files), ("support_files", tests.support_files)):
+        for rel in names:
+            path = tests_dir / rel
+            if path.is_symlink() or not path.is_file():
+                problems.add(mdir / "test_manifest.json", kind, f"{rel!r} is not a regular file in {where}/")
+
+
 def load_task(task_dir: str | Path, milestone: str = "final") -> Task:
     """Load and validate the task package at ``task_dir``; raise :class:`TaskPackageError`
     listing every problem found."""
@@ -312,6 +339,16 @@ def load_task(task_dir: str | Path, milestone: str = "final") -> Task:
     problems = _Problems(root)
     if not root.is_dir():
         raise TaskPackageError([(str(root), None, "not a directory")])
+    from oracles.zero2repo import is_zero2repo, load_zero2repo
+
+    if is_zero2repo(root):
+        parts = load_zero2repo(root, milestone, problems)
+        if parts is not None:
+            _check_suite_files(parts["tests"], parts["tests_dir"], root / "milestones" / milestone, milestone, problems)
+        if problems.items or parts is None:
+            raise TaskPackageError(problems.items or [(str(root), None, "not a readable Zero2Repo case")])
+        controls = {name: Control(name, app, expect) for name, (app, expect) in parts.pop("controls").items()}
+        return Task(root=root, milestone=milestone, controls=controls, **parts)
     manifest = _read_model(root / "source" / "manifest.json", SourceManifest, problems)
     denylist = _read_model(root / "source" / "denylist.json", Denylist, problems)
     mdir = root / "milestones" / milestone
@@ -340,15 +377,7 @@ def load_task(task_dir: str | Path, milestone: str = "final") -> Task:
                          f"differs from milestones/{milestone}/test_manifest.json test_command (which is authoritative)")
 
     if tests is not None:
-        if not tests_dir.is_dir():
-            problems.add(tests_dir, None, "missing: the hidden tests folder")
-        else:
-            for kind, names in (("test_files", tests.test_files), ("support_files", tests.support_files)):
-                for rel in names:
-                    path = tests_dir / rel
-                    if path.is_symlink() or not path.is_file():
-                        problems.add(mdir / "test_manifest.json", kind,
-                                     f"{rel!r} is not a regular file in milestones/{milestone}/tests/")
+        _check_suite_files(tests, tests_dir, mdir, milestone, problems)
 
     controls: dict[str, Control] = {}
     cdir = root / "controls"
