@@ -164,16 +164,18 @@ class Recorder:
         body = {"run_id": self.run_id, "seq": seq, "kind": kind,
                 **{k: v for k, v in fields.items() if v is not None}}
         try:
-            raw = orjson.dumps(body)
+            orjson.dumps(body)
         except TypeError as exc:
             raise InputError("recorder", f"seq {seq}", None, f"not JSON: {exc}") from None
-        body["event_id"] = event_id_for(orjson.loads(raw))
+        body["event_id"] = "pending"
         try:
-            return event_adapter().validate_json(orjson.dumps(body))
+            event = event_adapter().validate_json(orjson.dumps(body))
         except ValidationError as exc:
             from engine.native import _input_error
 
             raise _input_error("recorder", f"seq {seq}", exc) from None  # type: ignore[arg-type]
+        # The id is a digest of the validated event as stored, so anyone can recompute it from the log.
+        return event.model_copy(update={"event_id": event_id_for(event.model_dump(mode="json", exclude_none=True))})
 
     def flush(self) -> Head:
         """Send the waiting events as one all-or-nothing batch (retrying transient failures)."""
