@@ -104,7 +104,9 @@ def test_concurrent_writers_one_run_exactly_one_wins_each_seq(server: Server) ->
     for t in threads:
         t.join(120)
     assert not failures, failures
-    assert sorted(first_round.values(), key=str) == sorted(["won"] + [2] * (writers - 1), key=str)
+    # exactly one wins seq 1; each other writer is told a head past it (the winner may have gone on)
+    assert list(first_round.values()).count("won") == 1 and len(first_round) == writers
+    assert all(head >= 2 for head in first_round.values() if head != "won")
     events = list(server.store.events("conc/run"))
     assert [e.seq for e in events] == list(range(1 + writers * per_writer))
     texts = Counter(e.text for e in events[1:])
