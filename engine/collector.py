@@ -151,7 +151,10 @@ def create_app(db: str, *, rules: str | None = None, max_body: int = MAX_BODY, m
     @endpoint("read")
     async def read_events(request: Request, run_id: str) -> Response:
         after = _int_param(request, "after_seq", default=-1)
-        limit = min(_int_param(request, "limit", default=READ_LIMIT), READ_LIMIT)
+        limit = _int_param(request, "limit", default=READ_LIMIT)
+        if after < -1 or not 1 <= limit <= READ_LIMIT:
+            raise InputError("query", None, "limit" if after >= -1 else "after_seq",
+                             f"after_seq is -1 or more, limit 1..{READ_LIMIT}")
 
         def lines() -> bytes:
             store().run(run_id)  # 404 for an unknown run

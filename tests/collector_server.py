@@ -1,4 +1,4 @@
-"""A real collector (``python -m engine.collector``) in a subprocess on a free loopback port, for tests."""
+"""A real collector (``procgrade serve``) in a subprocess on a free loopback port, for tests."""
 
 from __future__ import annotations
 
@@ -53,7 +53,7 @@ class Server:
     def start(self, wait: bool = True) -> None:
         out = open(self.log, "ab")
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "engine.collector", "--db", self.db_url, "--port", str(self.port), *self.extra],
+            [sys.executable, "-c", "from engine.cli import main; main()", "serve", "--db", self.db_url, "--port", str(self.port), *self.extra],
             cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1"})
         out.close()
         if wait:
