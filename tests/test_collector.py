@@ -382,7 +382,15 @@ def test_load_is_bounded_and_reports_rate_and_p99(server: Server) -> None:
 
 
 def test_no_secret_in_any_log_line(server: Server) -> None:
-    """Runs last in the module: the log then holds every request the tests above made."""
+    """The log of every request made to this server so far, plus some of its own: refused,
+    conflicting and failing ones included."""
+    token, other = server.token("logged/"), server.token("unlogged/")
+    with record("logged/run", server.url, token=token, harness="h", clock=None) as rec:
+        rec.message(text="hello")
+    call(server.url, "GET", run_path("logged/run"), other)
+    call(server.url, "POST", run_path("logged/run", "events", "?expected_seq=1"), token, b"{not json\n")
+    call(server.url, "GET", run_path("logged/run", "score"), token)
+    time.sleep(0.5)  # the access log line is written after the answer
     log = server.log.read_text()
     assert "POST /v1/events/" in log  # the access log is there and was read
     for secret in server.token_ids:
