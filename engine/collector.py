@@ -11,6 +11,7 @@ comes last in the path so one holding ``/`` is unambiguous):
 - ``GET /v1/runs/<run>``: the run's head and provenance; ``GET /v1/events/<run>?after_seq=&limit=``:
   its events as native JSONL; ``GET /v1/score/<run>``: its score under the server's rule set
   (computed, not stored); ``POST /v1/seal/<run>``: seal it.
+- ``POST /v1/traces``: OpenTelemetry GenAI spans, OTLP/HTTP JSON, mapped to events (``engine/otlp.py``).
 - ``GET /healthz`` (the process answers), ``GET /readyz`` (the database answers at the right schema).
 
 A read token reads, a write token also appends and seals; either only within its project.
@@ -190,6 +191,34 @@ def create_app(db: str, *, rules: str | None = None, max_body: int = MAX_BODY, m
         return _json(200, {"run_id": run_id, "event_count": info.event_count, "head_hash": info.head_hash,
                            "sealed": info.sealed})
 
+    async def otlp_traces(request: Request) -> Response:
+        """OTLP/HTTP JSON traces of one run (resource attribute ``procgrade.run_id``): see ``engine/otlp.py``."""
+        from engine.otlp import OTLP_SOURCE, append_export, run_id_of
+
+        try:
+            tokens: TokenStore = state["tokens"]
+            token = await run_in_threadpool(tokens.authenticate, request.headers.get("authorization"))
+            body = await _read_limited(request, max_body)
+            try:
+                data = orjson.loads(body)
+            except orjson.JSONDecodeError as exc:
+                raise InputError(OTLP_SOURCE, None, None, f"invalid JSON: {exc}") from None
+            run_id = run_id_of(data)
+            tokens.authorize(token, run_id, "write")
+            appended, skipped, _ = await run_in_threadpool(append_export, store(), data, run_id, max_events)
+        except _Refused as refused:
+            return _json(refused.status, refused.body)
+        except AuthError as exc:
+            return _json(exc.status, {"error": str(exc)})
+        except InputError as exc:
+            return _json(400, {"error": str(exc), "source": exc.source, "line": exc.line, "field": exc.field,
+                               "reason": exc.reason})
+        except RunSealedError as exc:
+            return _json(409, {"error": str(exc), "code": "sealed"})
+        except ConflictError as exc:
+            return _json(409, {"error": str(exc), "code": "conflict"})
+        return _json(200, {"partialSuccess": {}, "run_id": run_id, "appended": appended, "already_stored": skipped})
+
     async def healthz(request: Request) -> Response:
         return _json(200, {"status": "ok"})
 
@@ -210,6 +239,7 @@ def create_app(db: str, *, rules: str | None = None, max_body: int = MAX_BODY, m
         Route("/v1/runs/{run_id:path}", read_run, methods=["GET"]),
         Route("/v1/score/{run_id:path}", read_score, methods=["GET"]),
         Route("/v1/seal/{run_id:path}", seal_run, methods=["POST"]),
+        Route("/v1/traces", otlp_traces, methods=["POST"]),
     ]
     return Starlette(routes=routes, lifespan=lifespan)
 

@@ -396,3 +396,70 @@ def test_no_secret_in_any_log_line(server: Server) -> None:
     for secret in server.token_ids:
         assert secret.split("_")[-1] not in log
     assert PG_PASSWORD not in log and "Bearer" not in log
+
+
+# --- OpenTelemetry GenAI spans over OTLP/HTTP JSON ------------------------------------------------
+
+
+def _export(run_id: str) -> bytes:
+    def attrs(**values: object) -> list[dict[str, object]]:
+        out = []
+        for key, value in values.items():
+            typed = {"intValue": str(value)} if isinstance(value, int) else {"stringValue": value}
+            out.append({"key": key.replace("__", "."), "value": typed})
+        return out
+
+    trace = "5b8efff798038103d269b633813fc60c"
+    spans = [
+        {"traceId": trace, "spanId": "a1", "name": "chat gpt-x", "startTimeUnixNano": "1000", "endTimeUnixNano": "2000",
+         "attributes": attrs(gen_ai__operation__name="chat", gen_ai__request__model="gpt-x",
+                             gen_ai__output__messages="I will run the tests.")},
+        {"traceId": trace, "spanId": "b2", "parentSpanId": "a1", "name": "execute_tool bash", "startTimeUnixNano": "3000",
+         "endTimeUnixNano": "5000003000", "status": {"code": 2},
+         "attributes": attrs(gen_ai__operation__name="execute_tool", gen_ai__tool__name="bash",
+                             gen_ai__tool__call__arguments="pytest -q")},
+        {"traceId": trace, "spanId": "c3", "name": "invoke_agent tester", "startTimeUnixNano": "6000",
+         "status": {"code": 1}, "attributes": attrs(gen_ai__operation__name="invoke_agent", gen_ai__agent__name="tester",
+                                                     gen_ai__agent__description="write tests")},
+        {"traceId": trace, "spanId": "d4", "name": "embeddings", "startTimeUnixNano": "7000"},
+    ]
+    body = {"resourceSpans": [{"resource": {"attributes": attrs(service__name="my-agent", procgrade__run_id=run_id)},
+                               "scopeSpans": [{"scope": {"name": "x"}, "spans": spans[2:]},
+                                              {"scope": {"name": "y"}, "spans": spans[:2]}]}]}
+    import json
+
+    return json.dumps(body).encode()
+
+
+def test_otlp_genai_spans_become_events_and_a_retried_export_is_a_no_op(server: Server) -> None:
+    token = server.token("otel/")
+    status, answer = call(server.url, "POST", "/v1/traces", token, _export("otel/run"),
+                          {"Content-Type": "application/json"})
+    assert status == 200 and answer["appended"] == 6, answer
+    events = list(server.store.events("otel/run"))
+    assert [e.kind for e in events] == ["run_started", "message", "command", "delegation", "worker_report",
+                                        "source_record"]
+    started, chat, tool, delegation, report, other = events
+    assert started.harness.name == "my-agent" and started.model == "gpt-x"
+    assert chat.text == "I will run the tests." and chat.event_id.endswith("-a1")
+    assert (tool.command, tool.exit_code, tool.duration_ms, tool.parent_seq) == ("pytest -q", 1, 5000, 1)
+    assert tool.payload["spanId"] == "b2"  # the span is kept whole
+    assert (delegation.worker_id, delegation.instruction) == ("tester", "write tests")
+    assert (report.actor, report.status, report.parent_seq) == ("subagent:tester", "success", 3)
+    assert other.record_type == "embeddings"
+    status, answer = call(server.url, "POST", "/v1/traces", token, _export("otel/run"))
+    assert status == 200 and (answer["appended"], answer["already_stored"]) == (0, 5)
+    assert server.store.run("otel/run").event_count == 6
+    assert verify_log(server.store, "otel/run").ok
+
+
+def test_otlp_export_is_refused_for_another_project_or_without_a_run(server: Server) -> None:
+    token = server.token("otel-other/")
+    status, answer = call(server.url, "POST", "/v1/traces", token, _export("otel/intruded"))
+    assert status == 403
+    assert call(server.url, "POST", "/v1/traces", None, _export("otel-other/run"))[0] == 401
+    status, answer = call(server.url, "POST", "/v1/traces", token, b'{"resourceSpans": [{"scopeSpans": []}]}')
+    assert status == 400 and "procgrade.run_id" in answer["error"]
+    status, answer = call(server.url, "POST", "/v1/traces", token, b"{nope")
+    assert status == 400 and answer["error"].startswith("otlp: -: invalid JSON")
+    assert call(server.url, "GET", run_path("otel/intruded"), server.token("otel/"))[0] == 404
