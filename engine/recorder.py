@@ -133,7 +133,7 @@ class Recorder:
             raise ValueError("batch_size must be at least 1")
         self.run_id, self.transport, self.clock = run_id, transport, clock
         self.actor, self.batch_size, self.retry_for = actor, batch_size, retry_for
-        head = transport.head(run_id)
+        head = self._retrying(lambda: transport.head(run_id))
         self.next_seq = head.event_count
         self.head = head
         self.pending: list[Event] = []
@@ -181,24 +181,29 @@ class Recorder:
         """Send the waiting events as one all-or-nothing batch (retrying transient failures)."""
         if not self.pending:
             return self.head
+        batch = list(self.pending)
+        self.head = self._retrying(lambda: self.transport.append(self.run_id, batch, batch[0].seq))
+        self.pending.clear()
+        return self.head
+
+    def _retrying(self, call: Callable[[], Head]) -> Head:
+        """``call()``, repeated with backoff while the collector is unreachable, up to ``retry_for`` s.
+        Safe because every call is idempotent (reads, appends of identical events, sealing)."""
         deadline = time.monotonic() + self.retry_for
         delay = 0.05
         while True:
             try:
-                self.head = self.transport.append(self.run_id, list(self.pending), self.pending[0].seq)
-                break
+                return call()
             except TransientError:
                 if time.monotonic() >= deadline:
                     raise
                 time.sleep(delay)
                 delay = min(delay * 2, 1.0)
-        self.pending.clear()
-        return self.head
 
     def resync(self) -> Head:
         """After a :class:`RecordConflictError`: read the run's head and renumber the unsent
         events after it (their ids follow; a ``parent_seq`` pointing into them moves along)."""
-        head = self.transport.head(self.run_id)
+        head = self._retrying(lambda: self.transport.head(self.run_id))
         old_first = self.pending[0].seq if self.pending else self.next_seq
         shift = head.event_count - old_first
         renumbered: list[Event] = []
@@ -273,7 +278,7 @@ class Recorder:
         self.emit("run_ended", status=status, reason=reason, actor=actor)
         head = self.flush()
         if seal:
-            head = self.head = self.transport.seal(self.run_id)
+            head = self.head = self._retrying(lambda: self.transport.seal(self.run_id))
         return head
 
     def close(self) -> None:

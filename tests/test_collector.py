@@ -264,6 +264,9 @@ def test_a_project_prefix_never_covers_a_longer_name(server: Server) -> None:
     token = server.token("gamma/")
     assert call(server.url, "GET", run_path("gamma-evil/run"), token)[0] == 403
     assert call(server.url, "GET", run_path("gamma"), token)[0] == 403
+    # a run id is taken literally: "gamma/../x" is a run of gamma/, never the run x
+    record("x", server.store, harness="h", clock=None).close()
+    assert call(server.url, "GET", run_path("gamma/../x"), token)[0] == 404
     with pytest.raises(InputError, match="ending in '/' or ':'"):
         server.tokens.create("gamma", "write")
 
@@ -463,3 +466,12 @@ def test_otlp_export_is_refused_for_another_project_or_without_a_run(server: Ser
     status, answer = call(server.url, "POST", "/v1/traces", token, b"{nope")
     assert status == 400 and answer["error"].startswith("otlp: -: invalid JSON")
     assert call(server.url, "GET", run_path("otel/intruded"), server.token("otel/"))[0] == 404
+
+
+def test_recording_waits_for_a_collector_that_is_not_up_yet(own_server: Server) -> None:
+    token = own_server.token("late/")
+    own_server.kill()
+    threading.Timer(1.0, own_server.start, kwargs={"wait": False}).start()
+    with record("late/run", own_server.url, token=token, harness="h", clock=None, retry_for=120) as rec:
+        rec.message(text="made it")
+    assert own_server.store.run("late/run").event_count == 2
