@@ -32,7 +32,7 @@ import orjson
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import Response
 from starlette.routing import Route
 
 from engine.errors import ConflictError, InputError, RunSealedError, StoreError, UnknownRunError

@@ -103,14 +103,14 @@ class TokenStore:
         return sorted((TokenInfo(*row) for row in rows), key=lambda t: (t.project, t.created_at, t.token_id))
 
     def revoke(self, token_id: str) -> TokenInfo:
+        """Revoke by id (or by the whole token text); the collector refuses it from the next request."""
         token_id = token_id.removeprefix(_PREFIX).split("_")[0]
-        with self.engine.begin() as conn:
-            done = conn.execute(update(tokens).where((tokens.c.token_id == token_id) & tokens.c.revoked_at.is_(None))
-                                .values(revoked_at=_now())).rowcount
+        with self.engine.begin() as conn:  # revoking a revoked token keeps its first revocation time
+            conn.execute(update(tokens).where((tokens.c.token_id == token_id) & tokens.c.revoked_at.is_(None))
+                         .values(revoked_at=_now()))
         found = [t for t in self.list() if t.token_id == token_id]
         if not found:
             raise InputError("token", None, "token_id", f"no token {token_id!r}")
-        del done
         return found[0]
 
     def authenticate(self, header: str | None) -> TokenInfo:
