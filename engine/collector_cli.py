@@ -35,7 +35,7 @@ def register(app: typer.Typer) -> None:
         max_events: Annotated[int, typer.Option("--max-events", min=1, help="Most events in one append batch.")] = 10_000,
         db: db_option = default_db,
     ) -> None:
-        """Run the collector service: harnesses append events over HTTP with a token (needs procgrade[serve])."""
+        """Run the collector service: harnesses append events over HTTP with a token (needs the serve extra)."""
         try:
             from engine.collector import serve
         except ImportError as exc:
