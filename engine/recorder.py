@@ -357,12 +357,14 @@ def record(run_id: str, target: Any, *, harness: str, harness_version: str | Non
            harness_commit: str | None = None, model: str | None = None, task_id: str | None = None,
            model_settings: dict[str, Any] | None = None, labels: dict[str, str] | None = None,
            token: str | None = None, resume: bool = False, clock: Callable[[], str | None] | None = utc_clock,
-           actor: str = "agent", batch_size: int = 1, retry_for: float = 60.0) -> Recorder:
+           actor: str = "agent", batch_size: int = 1, retry_for: float = 60.0, **run_started: Any) -> Recorder:
     """Open run ``run_id`` for recording at ``target`` (an EventStore, a database URL, or a
     collector's ``http(s)://`` URL with ``token``) and record its ``run_started``.
 
     A run that already holds events is refused unless ``resume`` is set (then recording
-    continues after its head, and no new ``run_started`` is written).
+    continues after its head, and no new ``run_started`` is written). Further ``run_started``
+    fields (``dataset_hash``, ``image``) go in ``run_started``. A recorder is for one thread:
+    give each concurrent writer its own (they share the run safely through the store).
     """
     transport = open_transport(target, token=token, retry_for=retry_for)
     try:
@@ -370,7 +372,7 @@ def record(run_id: str, target: Any, *, harness: str, harness_version: str | Non
         if recorder.next_seq == 0:
             info = {"name": harness, "version": harness_version, "commit": harness_commit}
             recorder.emit("run_started", actor="harness", model=model, task_id=task_id, model_settings=model_settings,
-                          labels=labels, harness={k: v for k, v in info.items() if v is not None})
+                          labels=labels, harness={k: v for k, v in info.items() if v is not None}, **run_started)
             recorder.flush()
         elif not resume:
             raise StoreError(f"run {run_id} already holds {recorder.next_seq} events: pass resume=True to continue it",
