@@ -21,6 +21,7 @@ from engine.ingest import IngestReport, ingest_native, ingest_paths
 from engine.log_verification import LogVerification, verify_log
 from engine.native import dump_native, read_native
 from engine.store import AppendResult, EventStore, RunInfo, init_database, open_store
+from engine.recorder import RecordConflictError, Recorder, record
 
 from engine.version import __version__  # noqa: E402
 
@@ -58,4 +59,7 @@ __all__ = [
     "is_model_actor",
     "open_store",
     "read_native",
+    "record",
+    "Recorder",
+    "RecordConflictError",
 ]

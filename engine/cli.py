@@ -800,6 +800,12 @@ def grade_browser(
         raise typer.Exit(code)
 
 
+# --- live recording: the collector service and its tokens (engine/collector_cli.py) -------------
+from engine.collector_cli import register as _register_collector  # noqa: E402
+
+_register_collector(app)
+
+
 def main() -> None:
     try:
         app()
