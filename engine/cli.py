@@ -364,6 +364,14 @@ def schema_rules() -> None:
     sys.stdout.buffer.write(orjson.dumps(ruleset_json_schema(), option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS) + b"\n")
 
 
+@schema_app.command("rubric")
+def schema_rubric() -> None:
+    """The JSON Schema of an LLM-judge rubric file."""
+    from judges.cli import schema_rubric as print_schema
+
+    print_schema()
+
+
 @schema_app.command("events")
 def schema_events() -> None:
     """The JSON Schema of one native event line."""
@@ -704,6 +712,12 @@ def calibrate_command(
     render(result, out)
     if json_file is not None:
         json_file.write_bytes(result.to_json())
+
+
+# --- LLM judges (judges/cli.py) -----------------------------------------------------------------
+from judges.cli import judge_app  # noqa: E402
+
+app.add_typer(judge_app, name="judge")
 
 
 def main() -> None:
