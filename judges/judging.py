@@ -536,19 +536,36 @@ def judge_runs(store: EventStore, plans: Sequence[RunPlan], rubric: Rubric, sour
     return JudgeSummary(done, spending.calls, spending.usage, cost, stopped)
 
 
+class _Cancelled(Exception):
+    """A sample not asked because another one failed first."""
+
+
 def _ask_all(model: ChatModel | None, missing: list[SamplePlan], settings: JudgeSettings, spending: Spending,
              counter: TokenCounter, progress: Callable[[int], None] | None) -> dict[str, SampleResult]:
     results: dict[str, SampleResult] = {}
     if not missing:
         return results
     assert model is not None
+    stop = threading.Event()  # set by the first failure: samples not yet started never call
+
+    def ask(sample: SamplePlan) -> SampleResult:
+        if stop.is_set():
+            raise _Cancelled()
+        try:
+            return _ask(model, sample, settings, spending, counter)
+        except BaseException:
+            stop.set()
+            raise
+
     with ThreadPoolExecutor(max_workers=max(1, settings.concurrency)) as pool:
-        futures = {pool.submit(_ask, model, s, settings, spending, counter): s for s in missing}
+        futures = {pool.submit(ask, s): s for s in missing}
         pending = set(futures)
         while pending:
             finished, pending = wait(pending, return_when=FIRST_EXCEPTION)
-            for future in finished:
+            for future in sorted(finished, key=lambda f: missing.index(futures[f])):
                 error = future.exception()
+                if isinstance(error, _Cancelled):
+                    continue
                 if error is not None:
                     for other in pending:
                         other.cancel()
