@@ -407,8 +407,8 @@ class Grade(Event):
     shortcomings: Text | None = None
     sheet: ColumnText | None = Field(default=None, description="The grade sheet or judgment set it came from.")
     evidence: list[NonNegative] | None = Field(default=None, description="Seqs of this run's events the grade cites.")
-    sample: NonNegative | None = Field(default=None, description="Which of a judge's k samples this is (unset: the "
-                                       "grade itself, or the aggregate of the samples that follow it).")
+    sample: NonNegative | None = Field(default=None, description="Which of a judge's k samples this is, from 0 (unset: "
+                                       "not a sample, or the aggregate of the samples that follow it).")
     status: Literal["graded", "no_grade"] | None = Field(default=None, description="no_grade: the grader gave no "
                                                          "valid grade (left out of every statistic, kept for audit).")
 

@@ -24,7 +24,7 @@ import email.utils
 import os
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from pathlib import Path
 from typing import Any, Protocol
@@ -207,6 +207,10 @@ class OpenAIChatModel:
         self._client = openai.OpenAI(api_key=endpoint.api_key, base_url=endpoint.base_url, max_retries=0,
                                      timeout=self.retry.timeout)
 
+    def _scrub(self, text: str) -> str:
+        """``text`` without the key (a server may echo what it was sent)."""
+        return text.replace(self.endpoint.api_key, "[REDACTED-SECRET]") if self.endpoint.api_key else text
+
     def close(self) -> None:
         self._client.close()
 
@@ -241,13 +245,17 @@ class OpenAIChatModel:
                 status = exc.status_code
                 if status not in _RETRIED_STATUS and status < 500:
                     raise EndpointError(f"{self.endpoint.shown_url()} refused the request for model "
-                                        f"{self.endpoint.model}: HTTP {status}: {_short(exc.message)}") from None
+                                        f"{self.endpoint.model}: HTTP {status}: "
+                                        f"{self._scrub(_short(exc.message))}") from None
                 failures.append(f"HTTP {status}")
                 wait = _retry_after(exc.response.headers if exc.response is not None else None)
             except (openai.APIResponseValidationError, ValueError) as exc:
                 failures.append(f"unreadable response: {type(exc).__name__}")
             else:
-                return _response(response, tuple(failures))
+                result = _response(response, tuple(failures))
+                if result.content and self.endpoint.api_key in result.content:  # an echoing server
+                    result = replace(result, content=self._scrub(result.content))
+                return result
             if attempt == self.retry.attempts - 1:
                 break
             if wait is not None and wait > self.retry.max_retry_after:

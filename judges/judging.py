@@ -263,7 +263,7 @@ def plan_runs(store: EventStore, run_ids: Sequence[str], rubric: Rubric, endpoin
         views: dict[tuple[frozenset[str], int | None, int], View] = {}
         jobs = []
         for dim in dims:
-            prompt = DimensionPrompt(rubric, dim)
+            prompt = DimensionPrompt(rubric, dim, inline_schema=settings.response_format != "json_schema")
             budget = _log_budget(prompt, counter, settings)
             kinds = rubric.visibility(dim).kinds()
             for round_ in (rounds if dim.per == "round" and rounds else [None]):

@@ -30,7 +30,9 @@ __all__ = ["PROMPT_VERSION", "DimensionPrompt", "Rejected", "check_reply"]
 
 PROMPT_VERSION = "1"
 
-_EVIDENCE = {"type": "array", "items": {"type": "integer", "minimum": 0},
+# Only keywords every structured-output implementation takes (OpenAI's strict mode refused ``minimum``
+# for a long time); everything else about a reply is checked here, whatever the server enforced.
+_EVIDENCE = {"type": "array", "items": {"type": "integer"},
              "description": "Seqs of the events your answer rests on."}
 
 
@@ -44,6 +46,8 @@ class DimensionPrompt:
 
     rubric: Rubric
     dimension: Dimension
+    #: Write the reply's JSON Schema into the request (for endpoints not given it as response_format).
+    inline_schema: bool = False
 
     @property
     def cite(self) -> bool:
@@ -94,6 +98,7 @@ class DimensionPrompt:
 
     def prompt_hash(self) -> str:
         return sha256_hex(canonical_json({"prompt_version": PROMPT_VERSION, "system": self.system(),
+                                          "inline_schema": self.inline_schema,
                                           "verdict_schema": self.verdict_schema(),
                                           "notes_schema": self.notes_schema()}))
 
@@ -110,6 +115,9 @@ class DimensionPrompt:
                          "your earlier notes) shows about the question, citing seqs, to carry into the next part.")
         else:
             parts.append(f"Grade the dimension \"{self.dimension.title}\" now.")
+        if self.inline_schema:
+            schema = self.verdict_schema() if chunk.index == n - 1 else self.notes_schema()
+            parts.append("The reply's JSON Schema: " + canonical_json(schema).decode())
         return "\n".join(parts)
 
     def messages(self, view: View, chunk: Chunk, notes: str | None) -> tuple[dict[str, str], ...]:

@@ -40,7 +40,12 @@ def shown_seqs(request: dict[str, Any]) -> list[int]:
 
 
 def _schema(request: dict[str, Any]) -> dict[str, Any]:
-    return request.get("response_format", {}).get("json_schema", {}).get("schema", {})
+    """The reply schema: from response_format, else from the prompt (where procgrade writes it then)."""
+    if "response_format" in request:
+        return request["response_format"].get("json_schema", {}).get("schema", {})
+    text = next(m["content"] for m in request["messages"] if m["role"] == "user")
+    marker = "The reply's JSON Schema: "
+    return json.loads(text[text.index(marker) + len(marker):].split("\n", 1)[0])
 
 
 def verdict_for(request: dict[str, Any], *, passed: bool = True, value: int | None = None,

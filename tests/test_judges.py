@@ -529,3 +529,40 @@ def test_a_judge_killed_mid_run_leaves_nothing_of_that_run(store_url: str, store
     assert (after.event_count, after.head_hash) == (before.event_count, before.head_hash)
     assert not grades(store, RUN)
     assert [e.seq for e in store.events(RUN)] == list(range(before.event_count))
+
+
+def test_an_echoed_key_is_scrubbed_before_anything_is_stored(example: EventStore) -> None:
+    def echo(request: dict[str, Any], n: int) -> Reply:
+        return Reply(f"your key is {KEY}" if n == 0 else verdict_for(request))
+
+    with StubServer(echo) as stub:
+        judge(example, stub, dimensions=("scope_adherence",))
+    with example.engine.connect() as conn:
+        rows = conn.execute(select(events_table)).all()
+    assert "NEVERSTORED" not in repr(rows)
+    (grade,) = grades(example)
+    assert grade.payload["judge"]["calls"][0]["response"]["content"] == "your key is [REDACTED-SECRET]"
+
+
+def test_without_structured_output_the_schema_goes_into_the_prompt(example: EventStore) -> None:
+    with StubServer() as stub:
+        judge(example, stub, dimensions=("scope_adherence",), response_format="none")
+        (request,) = stub.requests
+    assert "response_format" not in request
+    assert "The reply's JSON Schema: {" in request["messages"][1]["content"]
+    (grade,) = grades(example)
+    assert grade.status == "graded" and grade.payload["judge"]["params"]["response_format"] == "none"
+
+
+def test_a_long_run_is_read_in_chunks_with_carried_notes(example: EventStore) -> None:
+    with StubServer() as stub:
+        judge(example, stub, dimensions=("scope_adherence",), context_tokens=1024, max_tokens=64)
+        requests = list(stub.requests)
+    assert len(requests) > 1
+    assert all("notes" in r["response_format"]["json_schema"]["schema"]["properties"] for r in requests[:-1])
+    assert "Your notes from the earlier parts of the log:\nnoted (seqs" in requests[1]["messages"][1]["content"]
+    (grade,) = grades(example)
+    record = grade.payload["judge"]
+    assert record["renderer"]["chunks"] == len(requests) and [c["purpose"] for c in record["calls"]] == (
+        ["notes"] * (len(requests) - 1) + ["verdict"])
+    assert set(grade.evidence) <= set(range(example.run(RUN).event_count))
