@@ -362,6 +362,8 @@ def test_k_samples_are_aggregated_by_majority_and_lower_median_before_their_samp
     with StubServer(by_seed) as stub:
         judge(example, stub, dimensions=("requirement_understanding", "scope_adherence"), samples=3)
         assert stub.count == 3 * 3
+        again, _ = judge(example, stub, dimensions=("requirement_understanding", "scope_adherence"), samples=3)
+        assert stub.count == 3 * 3 and again.runs[0].appended == 0 and again.runs[0].held == 9
     events = grades(example)
     check = [g for g in events if g.item == "requirement_understanding" and g.stage == 0]
     assert [g.sample for g in check] == [None, 0, 1, 2]  # the aggregate comes first: calibrate reads it
@@ -478,6 +480,14 @@ def test_judge_command_against_the_stub_and_agreement_between_two_judges(tmp_pat
             assert result.exit_code == 0, result.output
             assert "4 call(s)" in result.stdout and KEY not in result.output
         assert stub.count == 8
+        rescored = [runner.invoke(app, ["rescore", "--all", "--db", db]) for _ in range(2)]
+        assert all(r.exit_code == 0 for r in rescored)
+        assert " new " in rescored[0].stdout and " new " not in rescored[1].stdout  # the same bytes: stored once
+        result = runner.invoke(app, ["judge", RUN, "--db", db, "--model", "judge-a", "--base-url", stub.url,
+                                     "--dimension", "requirement_understanding", "--dimension", "round_score"],
+                               env={"PROCGRADE_JUDGE_API_KEY": KEY})
+        assert result.exit_code == 0 and "0 call(s)" in result.stdout and stub.count == 8
+        assert runner.invoke(app, ["verify", "--db", db]).exit_code == 0
     result = runner.invoke(app, ["judge", "agreement", "--db", db])
     assert result.exit_code == 0, result.output
     assert "requirement_understanding (check requirement_understanding): 2 graders" in result.stdout
@@ -566,3 +576,11 @@ def test_a_long_run_is_read_in_chunks_with_carried_notes(example: EventStore) ->
     assert record["renderer"]["chunks"] == len(requests) and [c["purpose"] for c in record["calls"]] == (
         ["notes"] * (len(requests) - 1) + ["verdict"])
     assert set(grade.evidence) <= set(range(example.run(RUN).event_count))
+
+
+def test_without_the_tokens_extra_counts_are_a_stated_overestimate() -> None:
+    counter = token_counter("gpt-4o-mini", prefer_estimate=True)
+    assert counter.name == "estimate/3-bytes" and not counter.exact
+    assert counter.count("abcd") == 2 and counter.count("é") == 1 and counter.count("") == 0
+    text = "[12] r0 agent command command=pytest -q exit_code=1\n" * 20
+    assert counter.count(text) >= token_counter("gpt-4o-mini").count(text)
