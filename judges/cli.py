@@ -170,6 +170,8 @@ def _print_summary(summary: Any, rubric: Any, endpoint: Any, counter: Any) -> No
                    f"tokens counted with {counter.name}"))
     if summary.stopped:
         err.print(Text(summary.stopped))
+    if summary.not_reached:
+        err.print(Text(f"not judged ({len(summary.not_reached)}): {', '.join(summary.not_reached)}"))
 
 
 def _dry_run(plans: list, rubric: Any, endpoint: Any, settings: Any, counter: Any) -> None:

@@ -472,6 +472,8 @@ class JudgeSummary:
     usage: Usage
     cost: Fraction | None
     stopped: str | None = None
+    #: Runs not reached because judging stopped.
+    not_reached: list[str] = field(default_factory=list)
 
     @property
     def failed(self) -> list[RunJudgement]:
@@ -499,14 +501,17 @@ def judge_runs(store: EventStore, plans: Sequence[RunPlan], rubric: Rubric, sour
     digest = rubric_hash(rubric)
     actor = judge_actor(endpoint.model)
     done: list[RunJudgement] = []
-    stopped = None
+    stopped: str | None = None
+    not_reached: list[str] = []
     for plan in plans:
+        if stopped is not None:
+            break
         outcome = RunJudgement(plan.run_id, notes=list(plan.notes))
-        if plan.sealed:
+        missing = plan.missing
+        if plan.sealed and missing:
             outcome.failed = "sealed: a sealed run takes no new grades"
             done.append(outcome)
             continue
-        missing = plan.missing
         if missing and model is None:
             raise ProcgradeError("no model client to ask")  # replay-only never gets here
         worst_tokens, worst_cost = 0, Fraction(0)
@@ -517,23 +522,25 @@ def judge_runs(store: EventStore, plans: Sequence[RunPlan], rubric: Rubric, sour
         why = spending.fits(worst_tokens, worst_cost) if missing else None
         if why is not None:
             stopped = f"stopped before run {plan.run_id}: {why}"
-            break
+            continue
         try:
             results = _ask_all(model, missing, settings, spending, counter, progress)
         except BudgetExhausted as exc:
             stopped = f"stopped in run {plan.run_id} (nothing of it written): {exc}"
-            break
+            continue
         except (TransportError, EndpointError) as exc:
             outcome.failed = f"not judged (nothing written): {exc}"
             done.append(outcome)
             if isinstance(exc, EndpointError):
                 stopped = f"stopped: {exc}"
-                break
             continue
         _append(store, plan, results, rubric, digest, source, actor, endpoint, settings, counter, outcome)
         done.append(outcome)
+    if stopped is not None:
+        reached = {r.run_id for r in done}
+        not_reached = [p.run_id for p in plans if p.run_id not in reached]
     cost = spending.cost if spending.price else None
-    return JudgeSummary(done, spending.calls, spending.usage, cost, stopped)
+    return JudgeSummary(done, spending.calls, spending.usage, cost, stopped, not_reached)
 
 
 class _Cancelled(Exception):

@@ -399,6 +399,7 @@ def test_the_cost_cap_stops_cleanly_between_runs(store: EventStore) -> None:
         asked = stub.count
     assert summary.stopped and "cost cap ($0.0025)" in summary.stopped and "model-c" in summary.stopped
     assert [r.run_id for r in summary.runs] == ["arena/gguf-swift/model-a"] and asked == 2
+    assert summary.not_reached == ["arena/gguf-swift/model-c"]
     assert summary.cost is not None and summary.cost <= Fraction(25, 10000)
     assert not grades(store, "arena/gguf-swift/model-c")
 
@@ -584,3 +585,14 @@ def test_without_the_tokens_extra_counts_are_a_stated_overestimate() -> None:
     assert counter.count("abcd") == 2 and counter.count("é") == 1 and counter.count("") == 0
     text = "[12] r0 agent command command=pytest -q exit_code=1\n" * 20
     assert counter.count(text) >= token_counter("gpt-4o-mini").count(text)
+
+
+def test_a_sealed_run_replays_its_verdicts_but_takes_no_new_ones(example: EventStore) -> None:
+    with StubServer() as stub:
+        judge(example, stub, dimensions=("scope_adherence",))
+        example.seal(RUN)
+        replayed, _ = judge(example, stub, dimensions=("scope_adherence",), replay_only=True)
+        assert not replayed.failed and replayed.runs[0].held == 1
+        refused, _ = judge(example, stub, dimensions=("tool_use_quality",))
+        assert stub.count == 1
+    assert refused.runs[0].failed and "sealed" in refused.runs[0].failed
