@@ -285,12 +285,19 @@ def plan_runs(store: EventStore, run_ids: Sequence[str], rubric: Rubric, endpoin
     return plans
 
 
+def request_tokens(messages: Sequence[dict[str, str]], schema: dict[str, Any], counter: TokenCounter) -> int:
+    """Prompt tokens of a request: the messages, a few per message for the chat format, and the reply schema."""
+    return (sum(counter.count(m["content"]) for m in messages) + 8 * len(messages)
+            + counter.count(canonical_json(schema).decode()))
+
+
 def planned_calls(plan: SamplePlan, counter: TokenCounter, settings: JudgeSettings) -> list[int]:
     """The worst-case prompt tokens of each call of one sample, without re-asks (notes as long as a reply)."""
     out = []
     for chunk in plan.view.chunks:
-        messages = plan.prompt.messages(plan.view, chunk, None)
-        tokens = sum(counter.count(m["content"]) for m in messages) + 8 * len(messages)
+        final = chunk.index == len(plan.view.chunks) - 1
+        schema = plan.prompt.verdict_schema() if final else plan.prompt.notes_schema()
+        tokens = request_tokens(plan.prompt.messages(plan.view, chunk, None), schema, counter)
         out.append(tokens + (settings.max_tokens if chunk.index else 0))
     return out
 
@@ -326,7 +333,7 @@ def _ask(model: ChatModel, plan: SamplePlan, settings: JudgeSettings, spending: 
             request = ChatRequest(messages=messages, schema=schema, schema_name="verdict" if final else "notes",
                                   response_format=settings.response_format, temperature=settings.temperature,
                                   seed=plan.seed, max_tokens=settings.max_tokens, top_p=settings.top_p)
-            prompt_tokens = sum(counter.count(m["content"]) for m in messages) + 8 * len(messages)
+            prompt_tokens = request_tokens(messages, schema, counter)
             tokens, worst = spending.worst(prompt_tokens, settings.max_tokens)
             spending.reserve(tokens, worst)
             try:
