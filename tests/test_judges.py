@@ -596,3 +596,36 @@ def test_a_sealed_run_replays_its_verdicts_but_takes_no_new_ones(example: EventS
         refused, _ = judge(example, stub, dimensions=("tool_use_quality",))
         assert stub.count == 1
     assert refused.runs[0].failed and "sealed" in refused.runs[0].failed
+
+
+def _rubric_file(tmp_path: Path, extra: str) -> str:
+    path = tmp_path / "r.yaml"
+    path.write_text("name: mine\nversion: 1\ndescription: d\ninstructions: grade it\n" + extra)
+    return str(path)
+
+
+def test_what_a_judge_sees_and_whether_it_must_cite_come_from_the_rubric(example: EventStore, tmp_path: Path) -> None:
+    from engine.events import AcceptanceVerdict
+
+    info = example.run(RUN)
+    example.append(RUN, [AcceptanceVerdict(run_id=RUN, seq=info.event_count, event_id="v", actor="grader",
+                                           verifier="hidden-tests", status="evaluated", reward="1")])
+    dims = ("dimensions:\n  - {id: works, title: Works, question: Does it work?, per: run, layer: outcome,"
+            " scale: {kind: binary, passed: p, failed: f}}\n")
+    seen = _rubric_file(tmp_path, "sees: {events: [message], outcomes: [acceptance_verdict]}\ncite: false\n" + dims)
+    with StubServer(lambda request, n: Reply(verdict_for(request, evidence=[]))) as stub:
+        judge(example, stub, rubric=seen)
+        (request,) = stub.requests
+    log = next(m["content"] for m in request["messages"] if m["role"] == "user")
+    assert "acceptance_verdict" in log and "file_edit" not in log and " message " in log
+    (grade,) = grades(example)
+    assert grade.status == "graded" and grade.evidence == [] and grade.layer == "outcome" and grade.item == "works"
+    assert grade.sheet == "judge/mine"
+
+    default = _rubric_file(tmp_path, dims)
+    with StubServer(lambda request, n: Reply(verdict_for(request, evidence=[]))) as stub:
+        judge(example, stub, rubric=default, reasks=0, model="other")
+        log = next(m["content"] for m in stub.requests[0]["messages"] if m["role"] == "user")
+    assert "acceptance_verdict" not in log and "file_edit" in log  # default: every process event, no outcome
+    refused = next(g for g in grades(example) if g.actor == "judge:other")
+    assert refused.status == "no_grade" and "cites no seq" in refused.rationale
