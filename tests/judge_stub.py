@@ -114,6 +114,7 @@ class StubServer:
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
+        self._server.block_on_close = False  # a scripted slow reply never holds the test up
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 
     @property

@@ -286,13 +286,13 @@ def test_500s_are_retried_with_backoff_and_a_dead_endpoint_leaves_the_run_unjudg
 
 def test_a_request_that_times_out_is_retried(example: EventStore) -> None:
     def slow_first(request: dict[str, Any], n: int) -> Reply:
-        return Reply(verdict_for(request), delay=2.0 if n == 0 else 0.0)
+        return Reply(verdict_for(request), delay=6.0 if n == 0 else 0.0)
 
     with StubServer(slow_first) as stub:
-        summary, waits = judge(example, stub, dimensions=("scope_adherence",), timeout=0.5)
+        summary, waits = judge(example, stub, dimensions=("scope_adherence",), timeout=2.0)
         assert stub.count == 2 and len(waits) == 1
     (grade,) = grades(example)
-    assert grade.payload["judge"]["calls"][0]["response"]["retries"] == ["timeout after 0.5 s"]
+    assert grade.payload["judge"]["calls"][0]["response"]["retries"] == ["timeout after 2 s"]
 
 
 def test_a_response_body_that_is_not_json_is_a_transport_failure_retried(example: EventStore) -> None:
@@ -629,3 +629,14 @@ def test_what_a_judge_sees_and_whether_it_must_cite_come_from_the_rubric(example
     assert "acceptance_verdict" not in log and "file_edit" in log  # default: every process event, no outcome
     refused = next(g for g in grades(example) if g.actor == "judge:other")
     assert refused.status == "no_grade" and "cites no seq" in refused.rationale
+
+
+def test_retry_after_is_read_in_seconds_milliseconds_or_as_an_http_date() -> None:
+    import email.utils
+
+    from judges.client import _retry_after
+
+    assert _retry_after({"retry-after": "3"}) == 3.0 and _retry_after({"retry-after-ms": "250"}) == 0.25
+    assert _retry_after({"retry-after": "soon"}) is None and _retry_after({}) is None
+    later = _retry_after({"retry-after": email.utils.formatdate(time.time() + 120, usegmt=True)})
+    assert later is not None and 100 < later <= 120
