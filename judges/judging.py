@@ -40,7 +40,7 @@ from fractions import Fraction
 from typing import Any
 
 from engine.canonical import canonical_json, sha256_hex
-from engine.errors import ProcgradeError, RunSealedError, SeqConflictError
+from engine.errors import EventIdConflictError, ProcgradeError, RunSealedError, SeqConflictError
 from engine.events import Grade
 from engine.exact import rational_text
 from engine.store import EventStore
@@ -666,7 +666,7 @@ def _append(store: EventStore, plan: RunPlan, results: dict[str, SampleResult], 
             break
         try:
             store.append(plan.run_id, events)
-        except SeqConflictError:
+        except (SeqConflictError, EventIdConflictError):  # another writer appended (perhaps these very verdicts)
             if attempt == _APPEND_ATTEMPTS - 1:
                 raise
             continue

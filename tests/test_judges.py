@@ -640,3 +640,23 @@ def test_retry_after_is_read_in_seconds_milliseconds_or_as_an_http_date() -> Non
     assert _retry_after({"retry-after": "soon"}) is None and _retry_after({}) is None
     later = _retry_after({"retry-after": email.utils.formatdate(time.time() + 120, usegmt=True)})
     assert later is not None and 100 < later <= 120
+
+
+def test_two_judges_appending_the_same_verdicts_write_them_once(example: EventStore) -> None:
+    """A second process judged the same run meanwhile: its verdicts are the same events, held once."""
+    loaded, source = load_rubric("arena")
+    with StubServer() as stub:
+        endpoint = Endpoint(model="stub-judge", base_url=stub.url, api_key=KEY)
+        options = JudgeSettings(dimensions=("scope_adherence", "tool_use_quality"))
+        counter = token_counter("stub-judge")
+        plans = plan_runs(example, [RUN], loaded, endpoint, options, counter)  # planned before the other judged
+        judge(example, stub, dimensions=("tool_use_quality",))  # the other process, one of the two verdicts
+        client = OpenAIChatModel(endpoint, RetryPolicy(attempts=1))
+        try:
+            summary = judge_runs(example, plans, loaded, source, client, endpoint, options, counter,
+                                 Spending(endpoint, None, None))
+        finally:
+            client.close()
+    assert summary.runs[0].appended == 1 and not summary.failed
+    keys = [g.payload["judge"]["cache_key"] for g in grades(example)]
+    assert len(keys) == len(set(keys)) == 2
