@@ -58,7 +58,7 @@ def _fraction(value: str | None, flag: str) -> Fraction | None:
 def _money(value: Fraction | None) -> str:
     if value is None:
         return "unknown (no prices given)"
-    return f"${float(value):.4f}"
+    return "$" + (f"{float(value):.6f}".rstrip("0").rstrip(".") if value else "0")
 
 
 @judge_app.command("run")

@@ -365,7 +365,8 @@ def _ask(model: ChatModel, plan: SamplePlan, settings: JudgeSettings, spending: 
             accepted = parsed
             break
         if accepted is None:
-            why = (f"{settings.reasks + 1} {'verdict' if final else 'notes'} replies discarded"
+            n = settings.reasks + 1
+            why = (f"{n} {'verdict' if final else 'notes'} {'reply' if n == 1 else 'replies'} discarded"
                    + (f" on part {chunk.index + 1} of {len(view.chunks)}" if len(view.chunks) > 1 else "")
                    + f"; the last: {reason}")
             return SampleResult(plan, "no_grade", None, why, calls, usage, cost)
