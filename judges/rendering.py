@@ -20,7 +20,6 @@ order, carrying its notes from one chunk to the next (see :mod:`judges.prompts`)
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 

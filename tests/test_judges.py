@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from judge_stub import Reply, StubServer, shown_seqs, verdict_for
+from judge_stub import Reply, StubServer, verdict_for
 from sqlalchemy import select
 from typer.testing import CliRunner
 
