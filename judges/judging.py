@@ -207,7 +207,14 @@ def plan_runs(store: EventStore, run_ids: Sequence[str], rubric: Rubric, endpoin
             prompt = DimensionPrompt(rubric, dim, inline_schema=settings.response_format != "json_schema")
             budget = _log_budget(prompt, counter, settings)
             kinds = rubric.visibility(dim).kinds()
-            for round_ in (rounds if dim.per == "round" and rounds else [None]):
+            if dim.per == "fix_round":
+                if len(rounds) < 2:
+                    notes.append(f"dimension {dim.id}: not judged: the run has no fix round")
+                    continue
+                judged: list[int | None] = list(rounds[1:])
+            else:
+                judged = list(rounds) if dim.per == "round" and rounds else [None]
+            for round_ in judged:
                 try:
                     view = views.get((kinds, round_, budget))
                     if view is None:

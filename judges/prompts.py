@@ -84,6 +84,9 @@ class DimensionPrompt:
                  f"Question: {dim.question.strip()}"]
         if dim.per == "round":
             parts.append("You grade one round: the log ends where that round ends.")
+        elif dim.per == "fix_round":
+            parts.append("You grade one fix round (a round answering the correction given after the round before "
+                         "it): the log ends where that round ends.")
         if isinstance(scale, BinaryScale):
             parts += ["Scale: pass or fail.", f"- pass (passed: true): {scale.passed.strip()}",
                       f"- fail (passed: false): {scale.failed.strip()}"]

@@ -123,8 +123,10 @@ class Dimension(_Strict):
     title: Prose
     question: Prose = Field(description="What the judge answers, in one or two sentences.")
     scale: Scale
-    per: Literal["round", "run"] = Field(description="round: graded once per round (the event's stage), on the "
-                                         "log up to that round's end; run: once over the whole run.")
+    per: Literal["round", "fix_round", "run"] = Field(
+        description="round: graded once per round (the event's stage), on the log up to that round's end; "
+                    "fix_round: the same, on every round after the first (the rounds that answer a correction); "
+                    "run: once over the whole run.")
     layer: Literal[GRADE_LAYERS]  # type: ignore[valid-type]
     item: Item | None = Field(default=None, description="The grade's item (default: the id; none for the round "
                                                         "score).")

@@ -49,8 +49,9 @@ EXAMPLE = ROOT / "examples" / "native" / "todo-app-run.jsonl"
 GRADES = Path(__file__).parent / "fixtures" / "grades"
 KEY = "sk-test-NEVERSTORED0123456789abcdef"
 RUN = "todo-app-demo"
-#: The example run has rounds 0 and 1: 6 per-round dimensions x 2 rounds + 3 whole-run dimensions.
-ARENA_JUDGMENTS = 15
+#: The example run has rounds 0 and 1: 6 per-round dimensions x 2 rounds, the fix effect on round 1,
+#: and 3 whole-run dimensions.
+ARENA_JUDGMENTS = 16
 
 
 def grades(store: EventStore, run_id: str | None = None) -> list[Grade]:
@@ -96,7 +97,9 @@ def test_the_arena_rubric_is_valid_and_mirrors_the_arena_sheet() -> None:
     for check in ("requirement_understanding", "context_preservation", "implementation_path",
                   "constraint_adherence", "next_round_readiness"):
         assert ("check", check, "round") in by_layer
-    assert ("round", None, "round") in by_layer
+    assert ("round", None, "round") in by_layer and ("fix_effect", None, "fix_round") in by_layer
+    fix = rubric.dimension("fix_effect")
+    assert sorted(lv.value for lv in fix.scale.levels) == [-2, -1, 0]
     round_score = rubric.dimension("round_score")
     assert [lv.value for lv in sorted(round_score.scale.levels, key=lambda lv: lv.value)] == [-2, -1, 0, 1]
     for pattern in ("knowledge_gap_handling", "tool_use_quality", "scope_adherence"):
@@ -210,6 +213,7 @@ def test_judge_then_rescore_twice_and_judge_again_asks_nothing_and_scores_the_sa
     assert record["calls"][0]["response"]["content"] == json.loads(json.dumps(record["calls"][0]["response"]))["content"]
     assert record["calls"][0]["parsed"] == record["verdict"]
     assert grade.event_id == f"judge:{record['cache_key']}"
+    assert [g.stage for g in verdicts if g.layer == "fix_effect"] == [1]  # fix rounds only
     score = next(g for g in verdicts if g.layer == "round" and g.stage == 0)
     assert (score.value, score.scale_min, score.scale_max) == (1, -2, 1)
 
