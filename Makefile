@@ -39,6 +39,7 @@ demo: $(VENV)/.installed-analysis
 	$(BIN)/procgrade rescore --all --db $(DEMO_DB)
 	$(BIN)/procgrade verify --db $(DEMO_DB)
 	$(BIN)/procgrade explain --db $(DEMO_DB) arena/gguf-swift/model-c
+	$(BIN)/procgrade judge --db $(DEMO_DB) todo-app-demo --rubric arena --model gpt-4o-mini --dry-run --price-input 0.15 --price-output 0.60
 	$(BIN)/procgrade compare --db $(DEMO_DB) --by model --allow-mixed --resamples 1999
 	$(BIN)/procgrade calibrate --db $(DEMO_DB) --reference human --candidate judge --layer requirement --by harness
 	$(BIN)/procgrade calibrate --db $(DEMO_DB) --reference human --candidate rules --layer check

@@ -370,6 +370,14 @@ def schema_rules() -> None:
     sys.stdout.buffer.write(orjson.dumps(ruleset_json_schema(), option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS) + b"\n")
 
 
+@schema_app.command("rubric")
+def schema_rubric() -> None:
+    """The JSON Schema of an LLM-judge rubric file."""
+    from judges.cli import schema_rubric as print_schema
+
+    print_schema()
+
+
 @schema_app.command("events")
 def schema_events() -> None:
     """The JSON Schema of one native event line."""
@@ -804,6 +812,11 @@ def grade_browser(
 from engine.collector_cli import register as _register_collector  # noqa: E402
 
 _register_collector(app)
+
+# --- LLM judges (judges/cli.py) -----------------------------------------------------------------
+from judges.cli import judge_app  # noqa: E402
+
+app.add_typer(judge_app, name="judge")
 
 
 def main() -> None:

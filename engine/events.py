@@ -452,9 +452,16 @@ class Grade(Event):
     rationale: Text | None = None
     shortcomings: Text | None = None
     sheet: ColumnText | None = Field(default=None, description="The grade sheet or judgment set it came from.")
+    evidence: list[NonNegative] | None = Field(default=None, description="Seqs of this run's events the grade cites.")
+    sample: NonNegative | None = Field(default=None, description="Which of a judge's k samples this is, from 0 (unset: "
+                                       "not a sample, or the aggregate of the samples that follow it).")
+    status: Literal["graded", "no_grade"] | None = Field(default=None, description="no_grade: the grader gave no "
+                                                         "valid grade (left out of every statistic, kept for audit).")
 
     @model_validator(mode="after")
     def _on_scale(self) -> "Grade":
+        if self.status == "no_grade" and (self.value is not None or self.passed is not None):
+            raise ValueError("a no_grade grade holds neither value nor passed")
         low, high, value = self.scale_min, self.scale_max, self.value
         if low is not None and high is not None and low > high:
             raise ValueError(f"scale_min {low} is above scale_max {high}")

@@ -93,6 +93,9 @@ def describe(event: Event) -> str:
             given = ("passed" if event.passed else "failed") if event.passed is not None else (
                 f"{event.value}" + (f" on {event.scale_min}..{event.scale_max}" if event.scale_min is not None else "")
                 if event.value is not None else "-")
+            if event.status == "no_grade":
+                given = "no grade"
+            what += f" [sample {event.sample}]" if event.sample is not None else ""
             return f"grade {what}: {given}" + (f" ({_clip(event.rationale, 50)})" if event.rationale else "")
         case SourceRecord():
             return f"kept {event.record_type} record"
