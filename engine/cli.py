@@ -341,17 +341,20 @@ def report(
                                                      "comparison and calibration intervals (default: theirs).")] = None,
     timelines: Annotated[bool, typer.Option("--timelines/--no-timelines", help="Include every run's timeline "
                                             "with its findings.")] = True,
+    min_coverage: MinCoverageOption = None,
+    aliases: AliasesOption = None,
     db: DbOption = DEFAULT_DB,
 ) -> None:
     """Write a static HTML report: comparison, calibration, charts and every run's timeline with its findings."""
     from engine.reporting import write_report
     from rules.loading import load_ruleset
 
+    threshold, identity = _analysis_filters(min_coverage, aliases)
     ruleset = load_ruleset(rules)
     with _store(db) as store:
         done = write_report(store, html, ruleset=ruleset, by=by, reference=reference,
                             candidates=tuple(candidates or ("judge", "rules")), seed=seed, allow_mixed=allow_mixed,
-                            resamples=resamples, run_pages=timelines)
+                            resamples=resamples, run_pages=timelines, min_coverage=threshold, identity=identity)
     out.print(Text(str(html)))
     out.print(Text(done.summary))
 
@@ -485,6 +488,24 @@ CompareByOption = Annotated[str, typer.Option("--by", help="Group runs by this p
                                             "harness_version, task_id, format, run_id, settings.<key>, labels.<key>.")]
 CompareAllowMixedOption = Annotated[bool, typer.Option("--allow-mixed", help="Pool runs whose settings differ within a "
                                                 "group (the output says which settings differ).")]
+MinCoverageOption = Annotated[Optional[str], typer.Option(
+    "--min-coverage", help="Leave out of process analyses the runs whose share of applicable rules "
+    "(rules_applicable / rules) is below this fraction (0.5, 1/2, 50%); they are listed apart.", show_default=False)]
+AliasesOption = Annotated[Optional[Path], typer.Option(
+    "--aliases", help="YAML or JSON mapping of raw or normalised model names to the group they belong to.",
+    show_default=False)]
+
+
+def _analysis_filters(min_coverage: str | None, aliases: Path | None):  # type: ignore[no-untyped-def]
+    """The parsed --min-coverage (exact) and the model identity of --aliases."""
+    from engine.analysis.graded_runs import parse_min_coverage
+    from engine.analysis.model_identity import ModelIdentity, load_aliases
+
+    try:
+        threshold = parse_min_coverage(min_coverage)
+    except ValueError as exc:
+        _fail(f"procgrade: {exc}", 2)
+    return threshold, (load_aliases(aliases) if aliases is not None else ModelIdentity())
 
 
 @app.command("compare")
@@ -496,6 +517,8 @@ def compare_command(
     resamples: Annotated[int, typer.Option("--resamples", min=1, help="Bootstrap resamples.")] = 9999,
     json_file: Annotated[Optional[Path], typer.Option("--json", help="Also write the comparison to FILE as "
                                                       "canonical JSON.")] = None,
+    min_coverage: MinCoverageOption = None,
+    aliases: AliasesOption = None,
     db: DbOption = DEFAULT_DB,
 ) -> None:
     """Process score against outcome per group: both rankings, Spearman and Kendall tau-b, and the rank flips."""
@@ -509,13 +532,15 @@ def compare_command(
         check_field(by)
     except ValueError as exc:
         _fail(f"procgrade: {exc}", 2)
+    threshold, identity = _analysis_filters(min_coverage, aliases)
     ruleset = load_ruleset(rules)
     with _store(db) as store:
         runs = load_runs(store, ruleset)
     if not runs:
         _fail("procgrade: no runs in the store")
     try:
-        result = compare(runs, by, allow_mixed=allow_mixed, seed=seed, n_resamples=resamples, ruleset=ruleset)
+        result = compare(runs, by, allow_mixed=allow_mixed, seed=seed, n_resamples=resamples, ruleset=ruleset,
+                         min_coverage=threshold, identity=identity)
     except MixedSettingsError as exc:
         _fail(f"procgrade: {exc}")
     _cmp_print_comparison(result)
@@ -620,10 +645,25 @@ def _cmp_print_comparison(result) -> None:  # type: ignore[no-untyped-def]
         out.print(Text("rank flips: none"))
     for group, why in result.excluded:
         out.print(Text(f"not ranked: {group}: {why}"))
-    for row in result.groups:
-        if row.without_process:
-            out.print(Text(f"{row.group}: no applicable process score: {', '.join(row.without_process)}"))
+    _cmp_print_left_out(result)
     _cmp_print_lists([row.outcome for row in result.groups], result.by)
+
+
+def _cmp_print_left_out(result) -> None:  # type: ignore[no-untyped-def]
+    """The runs left out of the comparison, by reason, and the graded runs with no group."""
+    from engine.analysis.comparison import runs_text
+
+    graded = sum(len(row.runs) for row in result.groups)
+    out.print(Text(f"runs compared: {graded} graded; {len(result.not_graded)} left out"
+                   + (f" (--min-coverage {result.to_dict()['min_coverage']})" if result.min_coverage is not None
+                      else "") + f"; {len(result.ungrouped)} graded without a {result.by}"))
+    by_reason: dict[str, list[str]] = {}
+    for entry in result.not_graded:
+        by_reason.setdefault(entry.reason, []).append(entry.run_id)
+    for reason, ids in by_reason.items():
+        out.print(Text(f"left out, {reason}: {runs_text(ids, shown=5)}"))
+    if result.ungrouped:
+        out.print(Text(f"no {result.by}, in no group: {runs_text(result.ungrouped, shown=5)}"))
 
 
 def _cmp_print_outcomes(groups, by: str, k: int) -> None:  # type: ignore[no-untyped-def]
@@ -693,14 +733,17 @@ def calibrate_command(
     bootstrap: Annotated[int, typer.Option("--bootstrap", min=1, help="Bootstrap resamples for rank-correlation "
                                            "and Bradley-Terry intervals.")] = 1000,
     json_file: Annotated[Optional[Path], typer.Option("--json", help="Also write the result as canonical JSON.")] = None,
+    min_coverage: MinCoverageOption = None,
+    aliases: AliasesOption = None,
     db: DbOption = DEFAULT_DB,
 ) -> None:
     """Calibrate automated grades (judge, rules) against human grades: agreement, kappa, error rates, ranks."""
     from engine.analysis.calibration import calibrate_store, render
 
+    threshold, identity = _analysis_filters(min_coverage, aliases)
     with _store(db) as store:
         result = calibrate_store(store, reference, candidate, layer=layer, by=by, rules=rules, seed=seed,
-                                 bootstrap=bootstrap)
+                                 bootstrap=bootstrap, min_coverage=threshold, identity=identity)
     render(result, out)
     if json_file is not None:
         json_file.write_bytes(result.to_json())

@@ -113,13 +113,13 @@ def _has_grades(views: Sequence[RunView], grader: str) -> bool:
     return False
 
 
-def _runs_table(views: Sequence[RunView], by: str) -> str:
+def _runs_table(views: Sequence[RunView], by: str, identity: Any = None) -> str:
     rows = []
     for view in views:
         process = view.process
         violations = "-" if process is None else str(sum(process.violations.values()))
         rows.append(f'<tr data-run-id="{esc(view.run_id)}"><td><a href="#{run_anchor(view.run_id)}"><code>'
-                    f"{esc(view.run_id)}</code></a></td><td>{esc(group_key(view, by))}</td>"
+                    f"{esc(view.run_id)}</code></a></td><td>{esc(group_key(view, by, identity) or '-')}</td>"
                     f"<td>{esc(view.task_id or '-')}</td>"
                     f'<td class="num process-score">{esc(fmt_num(process and process.total, 4))}</td>'
                     f'<td class="outcome">{esc(view.outcome or "-")}</td>'
@@ -130,20 +130,23 @@ def _runs_table(views: Sequence[RunView], by: str) -> str:
 
 
 def _comparison(views: list[RunView], by: str, ruleset: RuleSet, *, allow_mixed: bool, seed: int,
-                resamples: int | None) -> tuple[dict[str, Any] | None, str | None]:
+                resamples: int | None, min_coverage: Any = None,
+                identity: Any = None) -> tuple[dict[str, Any] | None, str | None]:
     """:func:`engine.analysis.comparison.compare`'s plain data, or why there is none."""
     compare = _analysis("engine.analysis.comparison", "compare")
     if isinstance(compare, str):
         return None, compare
     extra = {} if resamples is None else {"n_resamples": resamples}
     try:
-        return compare(views, by, allow_mixed=allow_mixed, seed=seed, ruleset=ruleset, **extra).to_dict(), None
+        return compare(views, by, allow_mixed=allow_mixed, seed=seed, ruleset=ruleset, min_coverage=min_coverage,
+                       identity=identity, **extra).to_dict(), None
     except (ProcgradeError, ValueError) as exc:  # mixed settings, too little data
         return None, str(exc)
 
 
 def _calibration(views: list[RunView], by: str, reference: str, candidates: Sequence[str], *, seed: int,
-                 resamples: int | None) -> tuple[dict[str, Any] | None, str | None]:
+                 resamples: int | None, min_coverage: Any = None,
+                 identity: Any = None) -> tuple[dict[str, Any] | None, str | None]:
     """:func:`engine.analysis.calibration.calibrate`'s plain data over the candidates that graded
     something, or why there is none."""
     calibrate = _analysis("engine.analysis.calibration", "calibrate")
@@ -156,7 +159,8 @@ def _calibration(views: list[RunView], by: str, reference: str, candidates: Sequ
         return None, f"no grade by any candidate ({', '.join(candidates)}) is stored"
     extra = {} if resamples is None else {"bootstrap": resamples}
     try:
-        result = calibrate(views, reference, graders, by=by, seed=seed, **extra).to_dict()
+        result = calibrate(views, reference, graders, by=by, seed=seed, min_coverage=min_coverage, identity=identity,
+                           **extra).to_dict()
     except (ProcgradeError, ValueError) as exc:
         return None, str(exc)
     left_out = [name for name in candidates if name not in graders]
@@ -175,7 +179,8 @@ def _page(title: str, body: str) -> str:
 def render_report(store: EventStore, *, ruleset: RuleSet | None = None, by: str = "model",
                   reference: str = "human", candidates: Sequence[str] = ("judge", "rules"), seed: int = 0,
                   allow_mixed: bool = False, resamples: int | None = None, title: str = "procgrade report",
-                  generated: str | None = None, run_pages: bool = True) -> Report:
+                  generated: str | None = None, run_pages: bool = True, min_coverage: Any = None,
+                  identity: Any = None) -> Report:
     """The report page for every run in ``store`` under ``ruleset`` (default: the built-in set).
 
     ``by`` is the provenance field runs are grouped by; ``reference`` and ``candidates`` name the
@@ -190,13 +195,15 @@ def render_report(store: EventStore, *, ruleset: RuleSet | None = None, by: str 
     ruleset = ruleset if ruleset is not None else load_ruleset()
     views = load_runs(store, ruleset)
     comparison_html, comparison_summary = comparison_section(
-        *_comparison(views, by, ruleset, allow_mixed=allow_mixed, seed=seed, resamples=resamples), by=by)
+        *_comparison(views, by, ruleset, allow_mixed=allow_mixed, seed=seed, resamples=resamples,
+                     min_coverage=min_coverage, identity=identity), by=by)
     calibration_html, calibration_summary = calibration_section(
-        *_calibration(views, by, reference, candidates, seed=seed, resamples=resamples), reference=reference)
+        *_calibration(views, by, reference, candidates, seed=seed, resamples=resamples, min_coverage=min_coverage,
+                      identity=identity), reference=reference)
     if run_pages:
         pages = [run_page(store, view.run_id, ruleset) for view in views]
         run_detail = run_sections(pages, {v.run_id: v.outcome for v in views},
-                                  {v.run_id: (by, group_key(v, by)) for v in views})
+                                  {v.run_id: (by, group_key(v, by, identity) or '-') for v in views})
     else:
         run_detail = f'<p class="not-available">Run timelines {NOT_AVAILABLE}: left out on request.</p>'
 
@@ -209,7 +216,7 @@ def render_report(store: EventStore, *, ruleset: RuleSet | None = None, by: str 
         + "".join(f"<dt>{esc(k)}</dt><dd>{esc(v)}</dd>" for k, v in meta) + "</dl>"
         '<nav><a href="#runs">Runs</a><a href="#comparison">Process vs outcome</a>'
         '<a href="#calibration">Calibration</a><a href="#run-pages">Run timelines</a></nav></header>'
-        f'<main><section id="runs"><h2>Runs</h2>{_runs_table(views, by)}</section>'
+        f'<main><section id="runs"><h2>Runs</h2>{_runs_table(views, by, identity)}</section>'
         f'<section id="comparison"><h2>Process vs outcome</h2>{comparison_html}</section>'
         f'<section id="calibration"><h2>Calibration</h2>{calibration_html}</section>'
         '<section id="run-pages"><h2>Run timelines</h2>'
@@ -217,7 +224,7 @@ def render_report(store: EventStore, *, ruleset: RuleSet | None = None, by: str 
         f"{run_detail}</section></main>"
     )
     violations = sum(sum(v.process.violations.values()) for v in views if v.process is not None)
-    groups = len({group_key(v, by) for v in views})
+    groups = len({group_key(v, by, identity) for v in views} - {None})
     summary = (f"{len(views)} runs in {groups} groups by {by}, {violations} rule violations; "
                f"{comparison_summary}; {calibration_summary}")
     return Report(_page(title, body), summary)
