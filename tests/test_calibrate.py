@@ -418,3 +418,35 @@ def test_errors(arena: EventStore) -> None:
         calibrate(runs, "human", ["judge", "judge"])
     # calibrate_store loads the rule set itself when rules are a candidate
     assert calibrate_store(arena, "human", ["rules"], layer="check", bootstrap=20).ruleset_hash is not None
+
+
+def test_ungraded_runs_give_no_rules_label_and_single_games_no_rating(store: EventStore) -> None:
+    """Two models on one task, each run graded by a human: one run has a model decision the rules judge,
+    the other none (a grades-only run: not graded). And one game between two models is no rating."""
+    from engine.analysis.dataset import NOT_GRADED
+
+    judged = _process_rows("P", "t1", plan=True, read=True)
+    bare = [{"kind": "run_started", "actor": "harness", "harness": {"name": "arena"}, "model": "openai/Q",
+             "task_id": "t1"}]
+    grade = [{"kind": "grade", "actor": "human:alice", "layer": "overall", "value": 4, "scale_min": 1,
+              "scale_max": 5, "sheet": "s"}]
+    store.append_runs([("g-judged", _events("g-judged", judged + grade, 0)),
+                       ("g-bare", _events("g-bare", bare + grade, 0))])
+    import dataclasses
+
+    runs = load_runs(store, load_ruleset())
+    # as rule set v2 scores it: nothing judged, no process score (v1's absence rule still "judged" the bare run)
+    runs = [dataclasses.replace(r, process=dataclasses.replace(
+        r.process, total=None, judged={k: 0 for k in r.process.judged}, coverage=None)) if r.run_id == "g-bare" else r
+        for r in runs]
+    result = calibrate(runs, "human", ["rules"], layer="overall", by="model", bootstrap=20)
+    assert [(n.run, n.reason) for n in result.not_graded] == [("g-bare", NOT_GRADED)]
+    overall = result.layer("overall")
+    assert overall.comparison("rules").n == 1  # the bare run has no rules label
+    assert [c.group for c in overall.comparisons] == [None, "P", "Q"]  # openai/Q is model Q
+    (human,) = [r for r in overall.ratings if r.grader == "human"]
+    assert human.result is None
+    assert any("no Bradley-Terry rating from fewer than 2 games: P (1 game), Q (1 game)" in n for n in human.notes)
+    strict = calibrate(runs, "human", ["rules"], layer="overall", bootstrap=20, min_coverage=__import__(
+        "fractions").Fraction(1))
+    assert [n.run for n in strict.not_graded] == ["g-bare", "g-judged"] and strict.min_coverage == "1/1"
