@@ -111,6 +111,26 @@ class SourceTree:
             return self.label_root[: len(self.label_root) - len(self.selected[0])] + rel
         return posixpath.join(self.label_root, rel) if self.label_root else rel
 
+    def folder_name(self, rel: str) -> str:
+        """The name of the folder holding ``rel``, also when that folder is the tree's root
+        (the directory the user named, an archive's name without its suffix), so a name an
+        archive gives by its folders (a system, an experiment) does not depend on how far
+        up the user pointed."""
+        parent = posixpath.dirname(rel)
+        if parent:
+            return posixpath.basename(parent)
+        root = self.label_root.rstrip("/")
+        if self._separator == "!":
+            name = posixpath.basename(root.replace("\\", "/"))
+            lowered = name.lower()
+            for suffix in ARCHIVE_SUFFIXES:
+                if lowered.endswith(suffix):
+                    return name[: len(name) - len(suffix)]
+            return name
+        if self._direct and len(self.selected) == 1 and root.endswith(self.selected[0]):
+            root = root[: len(root) - len(self.selected[0])].rstrip("/")
+        return posixpath.basename(root.replace("\\", "/"))
+
     # --- reading -------------------------------------------------------------------------------
 
     def read_bytes(self, rel: str) -> bytes:
