@@ -224,7 +224,7 @@ def score(
 
 
 def _print_scores(outcomes: list, ruleset_name: str) -> None:
-    from engine.scoring import display
+    from engine.scoring import NOT_GRADED, display
 
     table = Table("run", "events", "violations", "process score", "exact", "stored",
                   title=f"rule set {ruleset_name}")
@@ -232,7 +232,8 @@ def _print_scores(outcomes: list, ruleset_name: str) -> None:
         doc = outcome.document
         violations = sum(rule["violated"] for rule in doc.body["rules"])
         exact = "-" if doc.process_score is None else f"{doc.process_score.numerator}/{doc.process_score.denominator}"
-        table.add_row(Text(doc.run_id), str(doc.run_event_count), str(violations), display(doc.process_score),
+        shown = NOT_GRADED if doc.process_score is None else display(doc.process_score)
+        table.add_row(Text(doc.run_id), str(doc.run_event_count), str(violations), shown,
                       exact, "new" if outcome.written else "already stored")
     out.print(table)
     if outcomes:

@@ -11,14 +11,15 @@ from __future__ import annotations
 from typing import Any
 
 from engine.canonical import canonical_json, sha256_hex
-from engine.facts import EXTRACTOR_VERSION
-from rules.model import RuleSet
-from rules.monitor import SEMANTICS_VERSION
+from rules.model import SEMANTICS, RuleSet
 
-__all__ = ["normalised_rule", "rule_hash", "ruleset_document", "ruleset_hash"]
+__all__ = ["normalised_rule", "rule_hash", "ruleset_document", "ruleset_hash", "versions_of"]
 
 _SET_KEYS = {"kind", "actor", "present", "absent", "checks"}
-_ROLE_KEYS = {"activation", "target", "reset", "deadline", "match", "require"}
+_ROLE_KEYS = {"activation", "target", "reset", "deadline", "match", "require", "applies_if"}
+#: Fields added after rule set v1 was hashed, with their defaults: left out of a rule's
+#: normal form while at the default, so every v1 rule keeps the hash it was stored under.
+_LATER_DEFAULTS = {"applies_if": None, "open_at_end": "violated"}
 
 
 def _as_sorted_set(value: Any) -> list[Any]:
@@ -49,7 +50,17 @@ def _normalise(value: Any, key: str | None = None) -> Any:
 
 
 def normalised_rule(rule: Any) -> dict[str, Any]:
-    return _normalise(rule.model_dump(mode="json"))
+    dumped = rule.model_dump(mode="json")
+    for key, default in _LATER_DEFAULTS.items():
+        if key in dumped and dumped[key] == default:
+            del dumped[key]
+    return _normalise(dumped)
+
+
+def versions_of(ruleset: RuleSet) -> tuple[str, str]:
+    """(template semantics, fact-extractor version) the set is evaluated with."""
+    version = SEMANTICS[ruleset.semantics]
+    return version, version
 
 
 def rule_hash(rule: Any) -> str:
@@ -63,8 +74,8 @@ def ruleset_document(ruleset: RuleSet) -> dict[str, Any]:
         "version": ruleset.version,
         "description": ruleset.description,
         "rules": sorted((normalised_rule(r) for r in ruleset.rules), key=lambda r: r["id"]),
-        "semantics_version": SEMANTICS_VERSION,
-        "extractor_version": EXTRACTOR_VERSION,
+        "semantics_version": versions_of(ruleset)[0],
+        "extractor_version": versions_of(ruleset)[1],
     }
 
 
