@@ -19,7 +19,7 @@ _SET_KEYS = {"kind", "actor", "present", "absent", "checks"}
 _ROLE_KEYS = {"activation", "target", "reset", "deadline", "match", "require", "applies_if"}
 #: Fields added after rule set v1 was hashed, with their defaults: left out of a rule's
 #: normal form while at the default, so every v1 rule keeps the hash it was stored under.
-_LATER_DEFAULTS = {"applies_if": None, "open_at_end": "violated"}
+_LATER_DEFAULTS = {"applies_if": None, "open_at_end": "violated", "not_prefix": {}}
 
 
 def _as_sorted_set(value: Any) -> list[Any]:
@@ -33,7 +33,7 @@ def _normalise(value: Any, key: str | None = None) -> Any:
     shorthand is expanded."""
     if key in _SET_KEYS and value is not None:
         return _as_sorted_set(value)
-    if key in ("equals", "prefix"):
+    if key in ("equals", "prefix", "not_prefix"):
         return {column: _as_sorted_set(wanted) for column, wanted in value.items()}
     if key in _ROLE_KEYS and value is not None:
         predicates = value if isinstance(value, list) else [value]
@@ -50,11 +50,17 @@ def _normalise(value: Any, key: str | None = None) -> Any:
 
 
 def normalised_rule(rule: Any) -> dict[str, Any]:
-    dumped = rule.model_dump(mode="json")
-    for key, default in _LATER_DEFAULTS.items():
-        if key in dumped and dumped[key] == default:
-            del dumped[key]
-    return _normalise(dumped)
+    return _normalise(_without_later_defaults(rule.model_dump(mode="json")))
+
+
+def _without_later_defaults(value: Any) -> Any:
+    """Drop fields added after v1 (rules' and predicates') while they hold their default."""
+    if isinstance(value, dict):
+        return {k: _without_later_defaults(v) for k, v in value.items()
+                if not (k in _LATER_DEFAULTS and v == _LATER_DEFAULTS[k])}
+    if isinstance(value, list):
+        return [_without_later_defaults(v) for v in value]
+    return value
 
 
 def versions_of(ruleset: RuleSet) -> tuple[str, str]:

@@ -91,6 +91,8 @@ class Predicate(_Strict):
         default_factory=dict, description="Column equals the value, or is one of the listed values.")
     prefix: dict[TextField, list[Annotated[str, Field(min_length=1)]]] = Field(
         default_factory=dict, description="Text column starts with one of the listed prefixes.")
+    not_prefix: dict[TextField, list[Annotated[str, Field(min_length=1)]]] = Field(
+        default_factory=dict, description="Text column is NULL or starts with none of the listed prefixes.")
     present: list[Field_] = Field(default_factory=list, description="Columns that must not be NULL.")
     absent: list[Field_] = Field(default_factory=list, description="Columns that must be NULL.")
     compare: list[Comparison] = Field(default_factory=list, description="Integer comparisons, all of which hold.")
@@ -312,7 +314,7 @@ TEMPLATES = (
 #: from the log (``in_stage``); scope-level rules judge a scope only where they apply (``applies_if``).
 SEMANTICS = {1: "1", 2: "2"}
 #: What semantics 1 cannot say (added with semantics 2 / extractor 2).
-_SEMANTICS_2_ONLY = frozenset({"applies_if", "open_at_end", "distinct", "early_percent", "in_stage",
+_SEMANTICS_2_ONLY = frozenset({"not_prefix", "applies_if", "open_at_end", "distinct", "early_percent", "in_stage",
                                "io_path", "io", "status", "area", "cmd_key"})
 
 

@@ -152,6 +152,12 @@ def _predicate_sql(predicate: Predicate, default_actor: str, p: _Params) -> str:
         if not starts:
             return _FALSE
         parts.append("(" + " OR ".join(_starts_with(_col(column), s, p) for s in starts) + ")")
+    for column, prefixes in sorted(predicate.not_prefix.items()):
+        starts = [s for s in sorted(set(prefixes)) if "\x00" not in s]
+        if starts:  # (a prefix holding NUL excludes nothing)
+            col = _col(column)
+            # substr(...) = p is never NULL for a non-NULL column, so NOT is safe here
+            parts.append(f"({col} IS NULL OR NOT (" + " OR ".join(_starts_with(col, s, p) for s in starts) + "))")
     for column in predicate.present:
         parts.append(f"{_col(column)} IS NOT NULL")
     for column in predicate.absent:
