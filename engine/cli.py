@@ -224,7 +224,7 @@ def score(
 
 
 def _print_scores(outcomes: list, ruleset_name: str) -> None:
-    from engine.scoring import display
+    from engine.scoring import NOT_GRADED, display
 
     table = Table("run", "events", "violations", "process score", "exact", "stored",
                   title=f"rule set {ruleset_name}")
@@ -232,7 +232,8 @@ def _print_scores(outcomes: list, ruleset_name: str) -> None:
         doc = outcome.document
         violations = sum(rule["violated"] for rule in doc.body["rules"])
         exact = "-" if doc.process_score is None else f"{doc.process_score.numerator}/{doc.process_score.denominator}"
-        table.add_row(Text(doc.run_id), str(doc.run_event_count), str(violations), display(doc.process_score),
+        shown = NOT_GRADED if doc.process_score is None else display(doc.process_score)
+        table.add_row(Text(doc.run_id), str(doc.run_event_count), str(violations), shown,
                       exact, "new" if outcome.written else "already stored")
     out.print(table)
     if outcomes:
@@ -304,21 +305,27 @@ def validate_rules(
 ) -> None:
     """Run a planted-fault corpus: every fault must be flagged by its rule, no clean twin by any rule."""
     from rules.loading import load_ruleset
-    from rules.planted import summary, uncovered, validate_corpus
+    from rules.model import BEHAVIOUR_PATTERNS, BINARY_CHECKS
+    from rules.planted import coverage, summary, uncovered, validate_corpus
 
     ruleset = load_ruleset(rules)
     results = validate_corpus(directory, ruleset)
-    table = Table("rule", "fault flagged", "violations on fault", "clean twin flagged by", "also flagged on fault",
-                  title=f"planted faults in {directory} under rule set {ruleset.name}")
+    table = Table("rule", "case", "fault flagged", "violations on fault", "clean twin flagged by", "also flagged on fault",
+                  title=f"planted faults in {directory} under rule set {ruleset.name} v{ruleset.version}")
     for result in results:
-        table.add_row(result.rule_id, "yes" if result.detected else Text("NO", style="bold red"),
+        table.add_row(result.rule_id, result.case or "-", "yes" if result.detected else Text("NO", style="bold red"),
                       str(result.fault_violations.get(result.rule_id, 0)),
                       Text(", ".join(result.false_flags) or "-", style="bold red" if result.false_flags else ""),
                       ", ".join(result.collateral) or "-")
     out.print(table)
     detected, total, false_flags = summary(results)
     missing = uncovered(results, ruleset)
-    out.print(f"detected {detected}/{total} faults; {false_flags} clean twins falsely flagged"
+    covered = coverage(results, ruleset)
+    fewest = min(covered["cases_per_rule"].values()) if covered["cases_per_rule"] else 0
+    out.print(f"detected {detected}/{total} faults ({100 * detected // max(total, 1)}%); {false_flags} clean twins "
+              f"falsely flagged; {covered['collateral']} fault runs also flagged by another rule; at least {fewest} "
+              f"cases per rule; patterns {len(covered['patterns'])}/{len(BEHAVIOUR_PATTERNS)}, "
+              f"checks {len(covered['checks'])}/{len(BINARY_CHECKS)} validated"
               + (f"; rules without a case: {', '.join(missing)}" if missing else ""))
     if detected < total or false_flags:
         raise typer.Exit(1)
