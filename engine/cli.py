@@ -556,6 +556,42 @@ def compare_command(
         out.print(Text(f"wrote {json_file}"))
 
 
+@app.command("associate")
+def associate_command(
+    by: CompareByOption = "system",
+    rules: RulesOption = None,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the AUC bootstrap intervals.")] = 0,
+    resamples: Annotated[int, typer.Option("--resamples", min=1, help="Bootstrap resamples.")] = 1999,
+    json_file: Annotated[Optional[Path], typer.Option("--json", help="Also write the result to FILE as "
+                                                      "canonical JSON.")] = None,
+    min_coverage: MinCoverageOption = None,
+    aliases: AliasesOption = None,
+    db: DbOption = DEFAULT_DB,
+) -> None:
+    """Which process behaviours predict outcome: per rule, violation rate in resolved vs unresolved runs and the
+    odds ratio with its exact interval, pooled and per group; and the process score's AUC for resolution."""
+    from engine.analysis.association import associate, render
+    from engine.analysis.comparison import check_field
+    from engine.analysis.dataset import load_runs
+    from rules.loading import load_ruleset
+
+    try:
+        check_field(by)
+    except ValueError as exc:
+        _fail(f"procgrade: {exc}", 2)
+    threshold, identity = _analysis_filters(min_coverage, aliases)
+    ruleset = load_ruleset(rules)
+    with _store(db) as store:
+        runs = load_runs(store, ruleset)
+    if not runs:
+        _fail("procgrade: no runs in the store")
+    result = associate(runs, by, seed=seed, n_resamples=resamples, min_coverage=threshold, identity=identity)
+    render(result, out)
+    if json_file is not None:
+        json_file.write_bytes(result.to_json() + b"\n")
+        out.print(Text(f"wrote {json_file}"))
+
+
 @app.command("outcomes")
 def outcomes_command(
     by: CompareByOption = "model",
