@@ -53,7 +53,7 @@ except ImportError as exc:  # pragma: no cover - the analysis extra is missing
     raise ImportError("engine.analysis.association needs the analysis extra: pip install 'procgrade[analysis]'") from exc
 
 from engine.analysis.agreement import _Plain, to_plain
-from engine.analysis.dataset import RunView, group_key
+from engine.analysis.dataset import RunView, check_field, group_key
 from engine.analysis.graded_runs import select_graded
 from engine.analysis.outcome_builds import run_outcome
 from engine.canonical import canonical_json
@@ -306,8 +306,6 @@ def associate(runs: Iterable[RunView], by: str, *, seed: int = 0, n_resamples: i
               confidence: float = 0.95, min_coverage: Fraction | None = None, identity: Any = None) -> Association:
     """Rule applicability, rule-outcome association and process-score discrimination over ``runs`` (loaded
     with a rule set), pooled and per group of ``by`` (see the module docstring)."""
-    from engine.analysis.comparison import check_field
-
     check_field(by)
     runs = sorted(runs, key=lambda r: r.run_id)
     selection = select_graded(runs, min_coverage)

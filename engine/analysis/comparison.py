@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, Literal
 
-from engine.analysis.dataset import GROUPING_FIELDS, RunView, group_key
+from engine.analysis.dataset import GROUPING_FIELDS, RunView, check_field, group_key
 from engine.analysis.graded_runs import LeftOut, coverage_text, select_graded
 from engine.analysis.outcome_builds import RunOutcome, outcome_builds, run_settings
 from engine.analysis.outcome_metrics import (
@@ -117,13 +117,6 @@ class MixedGroupSettingsError(MixedSettingsError):
             "refusing to pool runs whose settings differ within a group (--allow-mixed, or allow_mixed=True, "
             "pools them anyway and reports which differ):\n" + "\n".join(lines),
         )
-
-
-def check_field(by: str) -> str:
-    """``by`` if it names a provenance field runs can be grouped by, else ValueError listing the known ones."""
-    if by in GROUPING_FIELDS or (by.startswith(("settings.", "labels.")) and by.split(".", 1)[1]):
-        return by
-    raise ValueError(f"unknown grouping field {by!r} (known: {', '.join(GROUPING_FIELDS)}, settings.<key>, labels.<key>)")
 
 
 # --------------------------------------------------------------------------------------------

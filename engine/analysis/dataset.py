@@ -30,7 +30,7 @@ from engine.version import __version__ as ENGINE_VERSION
 from rules.identity import ruleset_hash
 from rules.model import RuleSet
 
-__all__ = ["RunView", "ProcessScore", "Coverage", "load_runs", "group_key", "GROUPING_FIELDS", "NOT_GRADED"]
+__all__ = ["RunView", "ProcessScore", "Coverage", "load_runs", "check_field", "group_key", "GROUPING_FIELDS", "NOT_GRADED"]
 
 #: Event kinds analysis reads besides run_started.
 _ANALYSED_KINDS = ("acceptance_verdict", "test_result", "grade")
@@ -129,6 +129,13 @@ class RunView:
     def outcome(self) -> str | None:
         """pass / fail / the verdict's status (no_grade, timeout, ...), or None when unjudged."""
         return None if self.verdict is None else verdict_outcome(self.verdict)
+
+
+def check_field(by: str) -> str:
+    """``by`` if it names a provenance field runs can be grouped by, else ValueError listing the known ones."""
+    if by in GROUPING_FIELDS or (by.startswith(("settings.", "labels.")) and by.split(".", 1)[1]):
+        return by
+    raise ValueError(f"unknown grouping field {by!r} (known: {', '.join(GROUPING_FIELDS)}, settings.<key>, labels.<key>)")
 
 
 def group_key(run: RunView, by: str, identity: Any = None) -> str | None:
