@@ -31,19 +31,19 @@ C4_HELLO = SYSTEMS / "claude_code_c4" / "hello-world" / "hello-world.1-of-1.2025
 # system -> (runs with a cast, their events, kinds, actors (subagents pooled), verdicts (status, reward),
 #            outcome-only runs, run_ended (status -> count))
 EXPECTED: dict[str, tuple[Any, ...]] = {
-    "claude_code_c4": (15, 746, {"acceptance_verdict": 15, "command": 192, "completion_claim": 12, "file_edit": 33,
+    "claude_code_c4": (15, 746, {"acceptance_verdict": 15, "command": 191, "completion_claim": 12, "file_edit": 33,
                                  "file_read": 23, "message": 312, "run_ended": 15, "run_started": 15,
-                                 "source_record": 58, "test_result": 53, "test_run": 18},
+                                 "source_record": 58, "test_result": 53, "test_run": 19},
                        {"agent": 468, "grader": 68, "harness": 195, "user": 15},
                        {("evaluated", "1"): 8, ("evaluated", "0"): 7}, 65, {"completed": 12, "error": 3}),
-    "claude_code_coder": (15, 695, {"acceptance_verdict": 15, "command": 214, "completion_claim": 14, "file_edit": 35,
+    "claude_code_coder": (15, 695, {"acceptance_verdict": 15, "command": 212, "completion_claim": 14, "file_edit": 35,
                                     "file_read": 23, "message": 241, "run_ended": 15, "run_started": 15,
-                                    "source_record": 50, "test_result": 53, "test_run": 20},
+                                    "source_record": 50, "test_result": 53, "test_run": 22},
                           {"agent": 417, "grader": 68, "harness": 195, "user": 15},
                           {("evaluated", "1"): 12, ("evaluated", "0"): 3}, 65, {"completed": 14, "error": 1}),
-    "claude_code_gpt5": (15, 698, {"acceptance_verdict": 15, "command": 159, "completion_claim": 14, "delegation": 2,
+    "claude_code_gpt5": (15, 698, {"acceptance_verdict": 15, "command": 158, "completion_claim": 14, "delegation": 2,
                                    "file_edit": 24, "file_read": 47, "message": 275, "run_ended": 15, "run_started": 15,
-                                   "source_record": 61, "test_result": 53, "test_run": 16, "worker_report": 2},
+                                   "source_record": 61, "test_result": 53, "test_run": 17, "worker_report": 2},
                          {"agent": 392, "grader": 68, "harness": 197, "subagent:*": 26, "user": 15},
                          {("evaluated", "1"): 7, ("evaluated", "0"): 8}, 65, {"completed": 14, "error": 1}),
     "claude_code_v3": (15, 354, {"acceptance_verdict": 15, "command": 112, "completion_claim": 15, "file_edit": 12,
@@ -123,7 +123,10 @@ def test_recovered_process_of_one_run() -> None:
 def test_spot_checks_of_recovered_commands(sample_runs: list[Any]) -> None:
     found = {(r.events[0].labels["system"], r.events[0].task_id, e.command)
              for r in sample_runs for e in of_kind(r, "test_run") if e.actor == "agent"}
-    assert found == {("claude_code_c4", "grid-pattern-transform", "python test_transform.py"),
+    assert found == {("claude_code_c4", "openssl-selfsigned-cert", "python3 /app/check_cert.py"),
+                     ("claude_code_coder", "openssl-selfsigned-cert", "python3 /app/check_cert.py"),
+                     ("claude_code_gpt5", "openssl-selfsigned-cert", "chmod 755 /app/check_cert.py && python3 /app/check_cert.py"),
+                     ("claude_code_c4", "grid-pattern-transform", "python test_transform.py"),
                      ("claude_code_c4", "cartpole-rl-training", "python test.py"),
                      ("claude_code_coder", "grid-pattern-transform", "python test_solution.py"),
                      ("claude_code_coder", "grid-pattern-transform", "python final_test.py"),
@@ -254,3 +257,30 @@ def test_strip_terminal() -> None:
     assert strip_terminal("\x1b[?2004l\r{\"a\":1}") == '{"a":1}'
     assert strip_terminal("\x1b]0;title\x07\x1b[1;32mok\x1b[0m") == "ok"
     assert strip_terminal("50%\r100%") == "100%"
+
+
+def test_turn_limit_is_the_harness_not_a_claim(tmp_path: Path) -> None:
+    """Claude Code stopped at its turn limit: budget_exhausted by the harness; the last text
+    is a message, not a completion claim (only a success result makes it one)."""
+    text = json.dumps(_assistant([{"type": "text", "text": "I have fixed the bug and everything is done."}], "a1"))
+    result = json.dumps({"type": "result", "subtype": "error_max_turns", "is_error": True, "session_id": "s1"})
+    run = read_one(_trial(tmp_path, [[0.1, "o", json.dumps(INIT) + "\r\n" + text + "\r\n" + result + "\r\n"]]))
+    (ended,) = of_kind(run, "run_ended")
+    assert (ended.actor, ended.status, ended.reason) == ("harness", "budget_exhausted", "error_max_turns")
+    assert not of_kind(run, "completion_claim")
+    assert [m.text for m in of_kind(run, "message") if m.actor == "agent"] == [
+        "I have fixed the bug and everything is done."]
+
+
+@pytest.mark.parametrize(("failure_mode", "ended", "verdict"), [
+    ("context_length_exceeded", ("budget_exhausted", "context_length_exceeded"), "evaluated"),
+    ("test_timeout", ("completed", "success"), "timeout"),  # the agent had finished; the tests timed out
+    ("unknown_agent_error", ("error", "unknown_agent_error"), "infra_error"),
+])
+def test_how_the_harness_says_the_agent_phase_ended(tmp_path: Path, failure_mode: str, ended: tuple[str, str],
+                                                    verdict: str) -> None:
+    result = json.dumps({"type": "result", "subtype": "success", "is_error": False, "session_id": "s1"})
+    run = read_one(_trial(tmp_path, [[0.1, "o", json.dumps(INIT) + "\r\n" + result + "\r\n"]], failure_mode=failure_mode))
+    (end,) = of_kind(run, "run_ended")
+    assert (end.actor, end.status, end.reason) == ("harness", *ended)
+    assert of_kind(run, "acceptance_verdict")[0].status == verdict

@@ -37,7 +37,9 @@ What becomes what:
   harness's launch keystrokes and before the test phase. A record cut off (the agent
   killed mid-write) is ``unparsed``; the keystrokes (``i`` events) are not read.
 - ``run_ended`` (actor ``harness``), where the test phase starts: ``agent_timeout`` ->
-  timeout, agent or harness errors -> error (``failure_mode`` as the reason); otherwise,
+  timeout, ``context_length_exceeded``/``output_length_exceeded`` -> budget_exhausted,
+  ``fatal_llm_parse_error`` -> failed, agent or harness errors -> error (``failure_mode``
+  as the reason); otherwise (``test_timeout`` included: the agent had finished),
   with a stream, as its ``result`` record says (``success`` -> completed) or, when the
   stream has no result record (the agent process died: its crash line is quoted), error;
   without a stream, completed.
@@ -72,6 +74,12 @@ __all__ = ["TerminalBenchImporter"]
 
 _TIMEOUTS = {"agent_timeout", "test_timeout"}
 _GRADED = {None, "unset", "none", "fatal_llm_parse_error", "context_length_exceeded", "output_length_exceeded"}
+# How the agent phase ended, by failure_mode: the harness stopping the model at a time or
+# context limit is not the model finishing.
+_RUN_STATUS = {None: "completed", "unset": "completed", "none": "completed", "test_timeout": "completed",
+               "agent_timeout": "timeout", "context_length_exceeded": "budget_exhausted",
+               "output_length_exceeded": "budget_exhausted", "fatal_llm_parse_error": "failed"}
+_AGENT_DECIDES = {None, "unset", "none", "test_timeout"}
 _ENTER_KEYS = {"Enter", "C-m", "KPEnter"}
 _CONTROL_KEY = re.compile(r"^(?:[CMS]-\S+|Escape|Tab|BTab|BSpace|DC|End|Home|IC|NPage|PPage|PgDn|PgUp|Up|Down|Left|Right|Space|F\d+)$")
 _HEAD_KEYS = (b'"is_resolved"', b'"parser_results"', b'"failure_mode"')
@@ -294,8 +302,7 @@ class TerminalBenchImporter(Importer):
         if instruction:
             b.add("message", actor="user", source=rec, ts=timestamp(data.get("agent_started_at")), text=instruction)
 
-        run_status = "timeout" if failure_mode == "agent_timeout" else \
-            "completed" if failure_mode in _GRADED or failure_mode == "test_timeout" else "error"
+        run_status = _RUN_STATUS.get(failure_mode, "error")
         reason = failure_mode if failure_mode not in (None, "unset", "none") else None
 
         # The agent's own process: Claude Code's stream-json echoed into the agent cast.
@@ -311,7 +318,7 @@ class TerminalBenchImporter(Importer):
             status, why, sources = run_status, reason, [rec]
             if end is not None and end.record is not None:
                 sources = [end.record, rec]
-            if end is not None and failure_mode in _GRADED:  # the agent's own account decides
+            if end is not None and failure_mode in _AGENT_DECIDES:  # the harness did not stop it: the agent's account decides
                 if end.record is not None:
                     status, why = end.status or "completed", end.reason
                 else:
