@@ -83,15 +83,21 @@ def ingest(
     format: Annotated[str, typer.Option("--format", "-f", help="Input format: auto (detect per file), native, "
                                         "or an importer's name (see `procgrade formats`).")] = "auto",
     seal: Annotated[bool, typer.Option(help="Seal each run after ingest: record its head, refuse later appends.")] = False,
+    system: Annotated[Optional[str], typer.Option(help="The system (experiment/agent configuration) of every run, "
+                                                  "for archives that do not name one; also qualifies run ids.")] = None,
+    model: Annotated[Optional[str], typer.Option(help="The model of every run, for formats that do not record it.")] = None,
+    label: Annotated[Optional[list[str]], typer.Option(help="KEY=VALUE run label for every run (repeatable).")] = None,
     db: DbOption = DEFAULT_DB,
 ) -> None:
     """Ingest runs: each run whole or not at all; re-ingesting the same input is a no-op."""
-    from engine.ingest import formats, ingest_paths
+    from engine.importers.provenance import parse_labels
+    from engine.ingest import Overrides, formats, ingest_paths
 
     if format not in formats():
         _fail(f"procgrade: unknown format {format!r} (known: {', '.join(formats())})", 2)
+    given = Overrides(system=system, model=model, labels=parse_labels(label or []))
     with _store(db, create=True) as store:
-        done = ingest_paths(store, paths, format=format, seal=seal)
+        done = ingest_paths(store, paths, format=format, seal=seal, overrides=given)
     for report in done.reports:
         out.print(report.summary, markup=False)
     if done.unrecognised:

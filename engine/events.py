@@ -152,8 +152,13 @@ class StageEnded(Event):
 
 @event_kind
 class RunEnded(Event):
+    """How the run ended. ``gave_up``: the model stopped without finishing (it forfeited or
+    exited on its own); ``budget_exhausted``: the harness stopped it at a cost, turn or
+    context limit; ``timeout``: the harness killed it at a time limit; ``aborted``: stopped
+    from outside otherwise (a user interrupt). ``reason`` keeps the harness's raw words."""
+
     kind: Literal["run_ended"] = "run_ended"
-    status: Literal["completed", "failed", "aborted", "timeout", "error"] | None = None
+    status: Literal["completed", "failed", "aborted", "gave_up", "budget_exhausted", "timeout", "error"] | None = None
     reason: str | None = None
 
 

@@ -14,11 +14,12 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from engine.errors import StoreError
+from engine.errors import InputError, StoreError
+from engine.importers.provenance import Overrides
 from engine.native import RunEvents, parse_native_lines, read_native
 from engine.store import AppendResult, EventStore
 
-__all__ = ["IngestReport", "Ingested", "ingest_native", "ingest_paths", "formats"]
+__all__ = ["IngestReport", "Ingested", "Overrides", "ingest_native", "ingest_paths", "formats"]
 
 
 def formats() -> list[str]:
@@ -57,12 +58,22 @@ class Ingested:
 
 
 def ingest_paths(store: EventStore, paths: Sequence[Path | str], *, format: str = "auto",
-                 seal: bool = False) -> Ingested:
+                 seal: bool = False, overrides: Overrides | None = None) -> Ingested:
     """Ingest files, directories and archives in any known format: all runs, or nothing.
 
     With ``format="auto"`` each file is given to the first importer that recognises it
     (native logs included); files nobody recognises are listed, not guessed at.
+    ``overrides`` (``--system/--model/--label``) give every imported run what its format
+    does not record; native logs carry their own provenance and are refused with them.
     """
+    from engine.importers.provenance import overrides as applying
+
+    given = overrides or Overrides()
+    with applying(given):
+        return _ingest(store, paths, format=format, seal=seal, given=given)
+
+
+def _ingest(store: EventStore, paths: Sequence[Path | str], *, format: str, seal: bool, given: Overrides) -> Ingested:
     from engine.importers import plan_imports
     from engine.importers.source_tree import open_tree
 
@@ -71,10 +82,14 @@ def ingest_paths(store: EventStore, paths: Sequence[Path | str], *, format: str 
     with _no_cyclic_gc(), store.writer() as writer:
         for path in paths:
             if format == "native":
+                if given:
+                    raise _native_refused(str(path))
                 reports.extend(_append_native(writer, read_native(path), seal))
                 continue
             tree = open_tree(path)
             native = [rel for rel in tree.selected if format == "auto" and _is_native(tree, rel)]
+            if native and given:
+                raise _native_refused(tree.label(native[0]))
             for rel in native:
                 batches = parse_native_lines(tree.label(rel), tree.read_bytes(rel).split(b"\n"))
                 reports.extend(_append_native(writer, batches, seal))
@@ -89,6 +104,11 @@ def ingest_paths(store: EventStore, paths: Sequence[Path | str], *, format: str 
                     reports.append(IngestReport(tree.label(unit.primary), run.run_id, len(run.events), 0,
                                                 result, importer.name))
     return Ingested(reports, unrecognised)
+
+
+def _native_refused(where: str) -> InputError:
+    return InputError(where, None, None, "--system, --model and --label apply to imported formats; a native log "
+                      "records its own provenance (ingest it separately)")
 
 
 def _append_native(writer: object, batches: list[RunEvents], seal: bool) -> list[IngestReport]:

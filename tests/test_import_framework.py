@@ -24,7 +24,7 @@ from engine.importers.patches import apply_patch_effects, unified_diff_effects
 from engine.importers.redaction import REDACTION_MARKER, Redactor, redact_text
 from engine.importers.shell import FileEffect, exit_code_from_text, file_effects
 from engine.importers.source_tree import open_tree, tree_of_bytes
-from engine.importers.test_runs import TestCounts, is_test_command, parse_test_counts
+from engine.importers.test_runs import TestCounts, command_role, is_reproduction_command, is_test_command, parse_test_counts
 from engine.ingest import ingest_paths
 
 
@@ -330,11 +330,55 @@ def test_renames_and_patches() -> None:
         ("npx jest", True), ("npx vitest run", True), ("make test", True), ("python manage.py test", True),
         ("cd app\npytest -q", True), ("bash run_tests.sh", True), ("bash /tests/run-tests.sh", True), ("timeout 60 pytest", True),
         ("pip install pytest", False), ("npm run build", False), ("make", False),
-        ("python manage.py runserver", False), ("python reproduce.py", False), ("cat test_a.py", False),
+        ("python manage.py runserver", False), ("python reproduce.py", True), ("cat test_a.py", False),
+        ("echo \"All tests passed\"", False), ("echo pytest && exit 0", False), ("printf 'OK: 5 passed'", False),
+        ("python -c \"print('tests passed')\"", False), ("test -f out.txt && echo ok", False),
     ],
 )
 def test_test_runs_are_recognised_from_the_command(command: str, expected: bool) -> None:
     assert is_test_command(command) is expected
+
+
+@pytest.mark.parametrize(
+    ("command", "role"),
+    [
+        # Python
+        ("pytest -q tests/test_a.py", "test"), ("python3 -m pytest -x", "test"), ("python -m unittest -v", "test"),
+        ("tox -e py311", "test"), ("./tests/runtests.py queries", "test"), ("bin/test sympy/core", "test"),
+        ("python -W ignore test_fix.py", "test"), ("python verify_fix.py", "test"), ("python /app/test.py", "test"),
+        ("python reproduce_issue.py", "reproduction"), ("python3 repro.py 2>&1 | tail", "reproduction"),
+        ("python -m py_compile a.py", "check"), ("mypy src", "check"), ("pip install -e .", None),
+        # JVM
+        ("javac Repro.java && java Repro", "reproduction"),
+        ("javac -cp 'lib/*' ReproduceBug.java && java -cp '.:lib/*' ReproduceBug", "reproduction"),
+        ("cd /w && javac -d /tmp/o $(find src -name '*.java') && java -cp /tmp/o Reproduce", "reproduction"),
+        ("java -cp target/test-classes com.acme.FooTest", "test"), ("java Main", None), ("javac Main.java", "build"),
+        ("java -jar app.jar", None), ("mvn -q clean test -Dtest=FooTest", "test"), ("./mvnw -pl core -am verify", "test"),
+        ("mvn compile -q", "build"), ("mvn package -DskipTests", "build"), ("./gradlew :core:test --tests X", "test"),
+        ("gradle check", "test"), ("gradle build -x test", "build"), ("ant test", "test"), ("sbt 'testOnly Foo'", "test"),
+        # Rust, Go
+        ("cargo test -p core", "test"), ("cargo +nightly test", "test"), ("cargo nextest run", "test"),
+        ("cargo check", "check"), ("cargo clippy", "check"), ("cargo build --release", "build"),
+        ("cargo run --example repro_issue", "reproduction"), ("go test -run TestX ./...", "test"),
+        ("go vet ./...", "check"), ("go build ./...", "check"), ("go run reproduce.go", "reproduction"),
+        ("go run ./cmd/server", None),
+        # JS/TS
+        ("npm test", "test"), ("npm run test-unit", "test"), ("npm run build", "build"), ("npm run lint", "check"),
+        ("yarn jest src", "test"), ("npx jest", "test"), ("npx mocha", "test"), ("npx qunit", "test"),
+        ("pnpm exec vitest", "test"), ("node --test", "test"), ("node repro.js", "reproduction"),
+        ("tsc --noEmit", "check"), ("npm install", None),
+        # shells, other ecosystems
+        ("./reproduce.sh", "reproduction"), ("bash reproduce_bug.sh", "reproduction"), ("bash run_tests.sh", "test"),
+        ("bundle exec rspec", "test"), ("bundle exec ruby -Itest test/foo_test.rb", "test"), ("rake test", "test"),
+        ("php vendor/bin/phpunit", "test"), ("./vendor/bin/phpunit", "test"), ("ctest", "test"), ("make check", "test"),
+        ("make -C build", "build"), ("dotnet test", "test"), ("timeout -s KILL 30 pytest", "test"),
+        ("echo 'All tests passed'", None), ("ls -la", None),
+    ],
+)
+def test_command_roles_across_ecosystems(command: str, role: str | None) -> None:
+    assert command_role(command) == role
+    assert is_test_command(command) is (role in ("test", "reproduction"))
+    assert is_reproduction_command(command) is (role == "reproduction")
 
 
 @pytest.mark.parametrize(
@@ -351,6 +395,11 @@ def test_test_runs_are_recognised_from_the_command(command: str, expected: bool)
         ("  3 passing (20ms)\n  1 failing", TestCounts(3, 1, 0, 0)),
         ("10 examples, 2 failures, 1 pending", TestCounts(7, 2, 0, 1)),
         ("--- PASS: TestA (0.00s)\n--- FAIL: TestB (0.00s)", TestCounts(1, 1, 0, 0)),
+        ("Tests run: 3, Failures: 0, Errors: 0, Skipped: 0, Time elapsed: 0.1 s - in FooTest\n[INFO] Results:\n"
+         "[ERROR] Tests run: 7, Failures: 1, Errors: 1, Skipped: 2", TestCounts(3, 1, 1, 2)),
+        ("FooTest > bar FAILED\n5 tests completed, 2 failed, 1 skipped", TestCounts(2, 2, 0, 1)),
+        ("# tests 6\n# pass 5\n# fail 1\n# skipped 0\n# todo 0", TestCounts(5, 1, 0, 0)),
+        ("[        10 tests successful      ]\n[         1 tests failed          ]", TestCounts(10, 1, 0, 0)),
         ("compiling...", None),
     ],
 )

@@ -40,8 +40,8 @@ NATIVE = DIR / "native_openhands_trajectory.json"
 V1 = DIR / "v1_sdk_events.jsonl"
 
 SAMPLE_LIST = [
-    (EVAL, "openhands", ["openhands/ponylang__ponyc-4595", "openhands/ponylang__ponyc-4593",
-                         "openhands/ponylang__ponyc-4588"]),
+    (EVAL, "openhands", ["openhands/openai/openrouter-llama-4-maverick/ponylang__ponyc-4595", "openhands/openai/openrouter-llama-4-maverick/ponylang__ponyc-4593",
+                         "openhands/openai/openrouter-llama-4-maverick/ponylang__ponyc-4588"]),
     (BASIC, "openhands", ["openhands/runtime_basic"]),
     (INTERACTIONS, "openhands", ["openhands/runtime_basic_interactions"]),
     (WRONG_STATE, "openhands", ["openhands/runtime_wrong_initial_state"]),
@@ -176,16 +176,17 @@ def test_native_openhands_trajectory() -> None:
 
 def test_eval_output_runs() -> None:
     runs = list(eval_runs())
-    assert [r.run_id for r in runs] == ["openhands/ponylang__ponyc-4595", "openhands/ponylang__ponyc-4593",
-                                        "openhands/ponylang__ponyc-4588"]
+    assert [r.run_id for r in runs] == ["openhands/openai/openrouter-llama-4-maverick/ponylang__ponyc-4595", "openhands/openai/openrouter-llama-4-maverick/ponylang__ponyc-4593",
+                                        "openhands/openai/openrouter-llama-4-maverick/ponylang__ponyc-4588"]
     first, second, third = runs
     # Counts per line, from the history (see the per-line comments):
     # line 1: 49 events; 13 runs; 6 editor views + 2 `grep FILE` reads; 1 good str_replace + 2 shell
     #   writes (echo > /workspace/test.c, > test.pony); 1 refused str_replace (id 27: "ERROR: No
     #   replacement"); 21 thoughts + think + finish thought; system/recall/recall-obs kept.
     assert len(first.events) == 56
-    assert kinds(first) == {"command": 13, "completion_claim": 1, "file_edit": 3, "file_read": 8, "message": 25,
-                            "run_ended": 1, "run_started": 1, "source_record": 4}
+    # 3 of the 13 runs compile and run the agent's ./test program: test runs
+    assert kinds(first) == {"command": 10, "completion_claim": 1, "file_edit": 3, "file_read": 8, "message": 25,
+                            "run_ended": 1, "run_started": 1, "source_record": 4, "test_run": 3}
     assert actors(first) == {"agent": 49, "harness": 6, "user": 1}
     # line 2: 69 events; 12 runs; 8 editor views (`grep -r ... /workspace/ponylang__ponyc__0.1`
     #   searches a tree: no read); 11 refused editor calls, one error observation (29) and one
@@ -202,10 +203,13 @@ def test_eval_output_runs() -> None:
     assert actors(third) == {"agent": 102, "harness": 18, "user": 1}
 
     # Exit codes from extras.metadata.exit_code, per command, in order.
-    assert [c.exit_code for c in of_kind(first, "command")] == [0, 0, 0, 0, 0, 0, 0, 127, 2, 2, 127, 0, 127]
+    assert [c.exit_code for c in of_kind(first, "command")] == [0, 0, 0, 0, 0, 0, 0, 2, 2, 0]
+    assert [c.exit_code for c in of_kind(first, "test_run")] == [127, 127, 127]  # ponyc not found: ./test never ran
     assert [c.exit_code for c in of_kind(second, "command") if c.exit_code] == [2, 1]
     assert [c.exit_code for c in of_kind(third, "command") if c.exit_code] == [1, 2, 2, 2, 2, 2, 1, 100, 2, 1, 1, 100]
-    for run in runs:
+    # line 1 compiles the agent's test.pony and runs ./test (a test run; ponyc was not found: exit 127)
+    assert [outcome for _, outcome in test_runs_found(first)] == ["fail"] * 3
+    for run in runs[1:]:
         assert test_runs_found(run) == []  # make / cmake / grep: no test suite was run
         assert of_kind(run, "acceptance_verdict") == [] and of_kind(run, "test_result") == []  # patch only
 
@@ -240,7 +244,8 @@ def test_eval_output_runs() -> None:
 
     # run endings: two finished lines, one stopped at the iteration limit
     assert [(r.events[-1].kind, r.events[-1].status) for r in runs] == [
-        ("run_ended", "completed"), ("run_ended", "completed"), ("run_ended", "aborted")]
+        ("run_ended", "completed"), ("run_ended", "completed"), ("run_ended", "budget_exhausted")]
+    assert third.events[-1].actor == "harness" and "completion_claim" not in kinds(third)
     assert third.events[-1].reason == ("RuntimeError: Agent reached maximum iteration in headless mode. "
                                        "Current iteration: 50, max iteration: 50")
 
@@ -446,7 +451,7 @@ def test_eval_line_with_report_resolved_gives_a_verdict(tmp_path: Path) -> None:
                      "error_eval": False, "test_timeout": False}
     path = write_lines(tmp_path / "synthetic_resolved" / "output.jsonl", [row])
     run = read_one(path)
-    assert run.run_id == "openhands/ponylang__ponyc-4595"
+    assert run.run_id == "openhands/openai/openrouter-llama-4-maverick/ponylang__ponyc-4595"
     (verdict,) = of_kind(run, "acceptance_verdict")
     assert (verdict.verifier, verdict.status, verdict.reward, verdict.value, verdict.actor) == (
         "openhands-eval", "evaluated", "1", "resolved", "grader")
@@ -479,7 +484,7 @@ def test_swe_bench_report_layout(store: Any, tmp_path: Path) -> None:
                          "FAIL_TO_PASS": {"success": ["test_a"], "failure": []}}}})
     result = ingest_paths(store, [folder])
     assert [(r.format, r.run_id) for r in result.reports] == [
-        ("openhands", "openhands/ponylang__ponyc-4595"), ("openhands", "openhands/ponylang__ponyc-4593")]
+        ("openhands", "openhands/openai/openrouter-llama-4-maverick/ponylang__ponyc-4595"), ("openhands", "openhands/openai/openrouter-llama-4-maverick/ponylang__ponyc-4593")]
     assert result.unrecognised == []  # both reports are claimed with output.jsonl
 
     resolved, unresolved = read_runs(folder / "output.jsonl")

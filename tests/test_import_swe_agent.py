@@ -32,8 +32,8 @@ REPORT = DIR / "report.json"
 
 SAMPLES = [
     pytest.param(PYDICOM, "swe-agent", "swe-agent/pydicom__pydicom-1458", 30, id="pydicom"),
-    pytest.param(MARSHMALLOW, "swe-agent", "swe-agent/marshmallow-code__marshmallow-1867", 32, id="marshmallow"),
-    pytest.param(MINI, "mini-swe-agent", "mini-swe-agent/native_mini-swe-agent-trajectory", 12, id="mini"),
+    pytest.param(MARSHMALLOW, "swe-agent", "swe-agent/gpt-4o/marshmallow-code__marshmallow-1867", 32, id="marshmallow"),
+    pytest.param(MINI, "mini-swe-agent", "mini-swe-agent/anthropic/claude-3-5-sonnet-20241022/native_mini-swe-agent-trajectory", 12, id="mini"),
 ]
 
 
@@ -66,15 +66,17 @@ def test_pydicom_mapping() -> None:
     # 11 observations (none after `submit`) -- all paired with the 12 trajectory steps:
     # create, edit 1:1, python, find_file, open, 3 rejected edits, edit 287:296, python, rm, submit.
     assert len(run.events) == 30
-    assert kinds(run) == {"command": 7, "completion_claim": 1, "file_edit": 4, "file_read": 1, "message": 14,
-                          "run_ended": 1, "run_started": 1, "source_record": 1}
+    # the two `python reproduce_bug.py` runs are reproductions: test runs
+    assert kinds(run) == {"command": 5, "completion_claim": 1, "file_edit": 4, "file_read": 1, "message": 14,
+                          "run_ended": 1, "run_started": 1, "source_record": 1, "test_run": 2}
     assert actors(run) == {"agent": 25, "harness": 4, "user": 1}
 
     claims = of_kind(run, "completion_claim")
     assert [(c.scope, c.claim[:60]) for c in claims] == [
         ("run", "The `reproduce_bug.py` script has been successfully removed.")]
     assert raw_of(claims[0], run=run)["action"] == "submit\n"
-    assert test_runs_found(run) == []  # `python reproduce_bug.py` is a script, not a test suite
+    # `python reproduce_bug.py` is the agent's reproduction: a test run with no outcome (0.x prints no exit codes)
+    assert test_runs_found(run) == [("python reproduce_bug.py", None)] * 2
     assert of_kind(run, "acceptance_verdict") == [] and of_kind(run, "test_result") == []
 
     # Tool edits land on the open file; paths are relative to the repo (/pydicom__pydicom).
@@ -82,13 +84,13 @@ def test_pydicom_mapping() -> None:
         ("reproduce_bug.py", "create"), ("reproduce_bug.py", "modify"),
         ("pydicom/pixel_data_handlers/numpy_handler.py", "modify"), ("reproduce_bug.py", "delete")]
     assert [e.path for e in of_kind(run, "file_read")] == ["pydicom/pixel_data_handlers/numpy_handler.py"]
-    commands = of_kind(run, "command")
+    commands = sorted(of_kind(run, "command") + of_kind(run, "test_run"), key=lambda e: e.seq)
     # The three edits the linter rolled back changed nothing: commands, not edits.
     assert [c.command.split("\n")[0] for c in commands] == [
         "python reproduce_bug.py", 'find_file "numpy_handler.py"', "edit 287:295", "edit 287:295", "edit 287:295",
         "python reproduce_bug.py", "rm reproduce_bug.py"]
     assert all(c.exit_code is None for c in commands)  # SWE-agent records no exit codes: none guessed
-    assert {c.cwd for c in commands} == {"/pydicom__pydicom"}
+    assert {c.cwd for c in commands if c.kind == "command"} == {"/pydicom__pydicom"}
     delete = of_kind(run, "file_edit")[-1]
     assert delete.parent_seq == commands[-1].seq
 
@@ -120,20 +122,23 @@ def test_marshmallow_mapping_with_report() -> None:
     # 11 steps: create, insert, python, ls, find_file, open, rejected edit, edit, python, rm, submit;
     # 24 history items: system, issue, 11 assistant + 11 tool observations.
     assert len(run.events) == 32
-    assert kinds(run) == {"acceptance_verdict": 1, "command": 6, "completion_claim": 1, "file_edit": 4,
-                          "file_read": 1, "message": 13, "run_ended": 1, "run_started": 1, "test_result": 4}
+    assert kinds(run) == {"acceptance_verdict": 1, "command": 4, "completion_claim": 1, "file_edit": 4,
+                          "file_read": 1, "message": 13, "run_ended": 1, "run_started": 1, "test_result": 4,
+                          "test_run": 2}  # python reproduce.py, twice
     assert actors(run) == {"agent": 23, "grader": 5, "harness": 3, "user": 1}
     assert [c.claim for c in of_kind(run, "completion_claim")] == ["Calling `submit` to submit."]
-    assert test_runs_found(run) == []
+    assert test_runs_found(run) == [("python reproduce.py", None)] * 2
 
     assert [(e.path, e.edit_kind) for e in of_kind(run, "file_edit")] == [
         ("reproduce.py", "create"), ("reproduce.py", "modify"), ("src/marshmallow/fields.py", "modify"),
         ("reproduce.py", "delete")]
     assert [e.path for e in of_kind(run, "file_read")] == ["src/marshmallow/fields.py"]
-    commands = of_kind(run, "command")
-    assert [c.command.split(" ")[0] for c in commands] == ["python", "ls", "find_file", "edit", "python", "rm"]
+    commands = sorted(of_kind(run, "command") + of_kind(run, "test_run"), key=lambda e: e.seq)
+    assert [(c.kind, c.command.split(" ")[0]) for c in commands] == [
+        ("test_run", "python"), ("command", "ls"), ("command", "find_file"), ("command", "edit"),
+        ("test_run", "python"), ("command", "rm")]
     assert [c.duration_ms for c in commands] == [330, 217, 220, 685, 321, 215]  # execution_time seconds
-    assert {c.cwd for c in commands} == {"/testbed"} and all(c.exit_code is None for c in commands)
+    assert {c.cwd for c in commands if c.kind == "command"} == {"/testbed"} and all(c.exit_code is None for c in commands)
     # Demonstration texts differ between trajectory and history; steps still pair by action.
     assert all(len(e.payload["source"]) == 2 for e in run.events[3:26])
 
@@ -196,7 +201,7 @@ def test_report_for_another_instance_is_not_claimed(tmp_path: Path) -> None:
 
 def test_mini_v1_mapping() -> None:
     run = read_one(MINI)
-    assert run.run_id == "mini-swe-agent/native_mini-swe-agent-trajectory"
+    assert run.run_id == "mini-swe-agent/anthropic/claude-3-5-sonnet-20241022/native_mini-swe-agent-trajectory"
     # system, task, 3 x (assistant THOUGHT + bash block, user <returncode> result); the last
     # result is the (empty) submission after `echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT`.
     assert len(run.events) == 12
@@ -259,7 +264,7 @@ def mini_v2_doc() -> dict[str, Any]:
 def test_mini_v2_tool_calls(tmp_path: Path) -> None:
     path = write_json(tmp_path / "demo__demo-1.traj.json", mini_v2_doc())
     run = read_one(path)
-    assert run.run_id == "mini-swe-agent/demo__demo-1"
+    assert run.run_id == "mini-swe-agent/anthropic/claude-3-5-sonnet-20241022/demo__demo-1"
     assert kinds(run) == {"command": 1, "completion_claim": 1, "file_edit": 1, "message": 6, "run_ended": 1,
                           "run_started": 1, "test_run": 1}
     assert actors(run) == {"agent": 7, "harness": 4, "user": 1}
@@ -338,16 +343,18 @@ def test_swe_agent_1x_tools_requery_and_cost_exit(tmp_path: Path) -> None:
     assert "completion_claim" not in kinds(run)
     start, end = run.events[0], of_kind(run, "run_ended")[0]
     assert (start.model, start.harness.version, start.model_settings["temperature"]) == ("claude-x", "1.1.0", 0.0)
-    assert (end.status, end.reason) == ("aborted", "submitted (exit_cost)")
+    assert (end.status, end.reason, end.actor) == ("budget_exhausted", "submitted (exit_cost)", "harness")
     assert [m.actor for m in of_kind(run, "message")[:2]] == ["harness", "user"]
 
 
 def test_exit_status_mapping() -> None:
     assert [swe_agent_run_status(s) for s in ("submitted", "submitted (exit_context)", "exit_format", "exit_api",
-                                               "exit_total_execution_time", "something_new")] == [
-        "completed", "aborted", "failed", "error", "timeout", None]
+                                               "exit_total_execution_time", "something_new", "submitted (exit_cost)",
+                                               "exit_cost", "exit_forfeit", "skipped")] == [
+        "completed", "budget_exhausted", "failed", "error", "timeout", None, "budget_exhausted", "budget_exhausted",
+        "gave_up", "aborted"]
     assert [mini_run_status(s) for s in ("Submitted", "LimitsExceeded", "TimeExceeded", "RuntimeError")] == [
-        "completed", "aborted", "timeout", "error"]
+        "completed", "budget_exhausted", "timeout", "error"]
 
 
 # --- through the store: detection, idempotence, scoring ------------------------------------------------
@@ -369,11 +376,11 @@ def test_store_import_is_idempotent_and_scores(store: Any, store_url: str, path:
 def test_directory_import_joins_the_report(store: Any) -> None:
     done = ingest_paths(store, [DIR], format="auto")
     assert sorted((r.format, r.run_id, r.result.appended) for r in done.reports) == [
-        ("mini-swe-agent", "mini-swe-agent/native_mini-swe-agent-trajectory", 12),
-        ("swe-agent", "swe-agent/marshmallow-code__marshmallow-1867", 32),
+        ("mini-swe-agent", "mini-swe-agent/anthropic/claude-3-5-sonnet-20241022/native_mini-swe-agent-trajectory", 12),
+        ("swe-agent", "swe-agent/gpt-4o/marshmallow-code__marshmallow-1867", 32),
         ("swe-agent", "swe-agent/pydicom__pydicom-1458", 30)]
     assert sorted(Path(u).name for u in done.unrecognised) == ["LICENSE", "LICENSE-apache-2.0", "README.md"]
-    stored = list(store.events("swe-agent/marshmallow-code__marshmallow-1867"))
+    stored = list(store.events("swe-agent/gpt-4o/marshmallow-code__marshmallow-1867"))
     verdicts = [e for e in stored if e.kind == "acceptance_verdict"]
     assert [(v.verifier, v.status, v.reward) for v in verdicts] == [("swe-bench", "evaluated", "1")]
     assert [e.group for e in stored if e.kind == "test_result"] == ["FAIL_TO_PASS"] + ["PASS_TO_PASS"] * 3
@@ -471,6 +478,6 @@ def test_truncated_report_is_rejected_with_its_trajectory(store: Any, tmp_path: 
 
 def test_format_named_explicitly(tmp_path: Path) -> None:
     runs = read_runs(MINI, format="mini-swe-agent")
-    assert [r.run_id for r in runs] == ["mini-swe-agent/native_mini-swe-agent-trajectory"]
+    assert [r.run_id for r in runs] == ["mini-swe-agent/anthropic/claude-3-5-sonnet-20241022/native_mini-swe-agent-trajectory"]
     with pytest.raises(InputError, match="nothing here is in the swe-agent format"):
         read_runs(MINI, format="swe-agent")

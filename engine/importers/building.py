@@ -30,6 +30,7 @@ from pydantic import ValidationError
 
 from engine.errors import InputError, ProcgradeError
 from engine.events import EVENT_KINDS, TS_PATTERN, Event
+from engine.importers.provenance import current_overrides, resolve
 from engine.importers.redaction import Redactor
 from engine.importers.shell import file_effects
 from engine.importers.source_tree import SourceTree
@@ -230,8 +231,13 @@ class RunBuilder:
         self._unparsed = 0
 
     def place_of(self, rel: str) -> str:
-        """``rel`` (tree-relative) as seen from the run's folder."""
-        return rel[len(self.base) + 1:] if self.base and rel.startswith(self.base + "/") else rel
+        """``rel`` (tree-relative) as seen from the run's folder (``../logs/x/report.json`` for a
+        companion beside it), so ids and payloads do not depend on how far up the user pointed."""
+        if not self.base:
+            return rel
+        if rel.startswith(self.base + "/"):
+            return rel[len(self.base) + 1:]
+        return posixpath.relpath(rel, self.base)
 
     def add_file(self, rel: str) -> None:
         """A file found while reading (a continuation, a sub-trajectory): listed on the run once."""
@@ -254,7 +260,20 @@ class RunBuilder:
               model_settings: dict[str, Any] | None = None, task_id: str | None = None,
               labels: dict[str, str] | None = None, ts: str | None = None,
               source: Record | Sequence[Record] = ()) -> None:
-        """The run's provenance, as the format records it (the records it came from are kept)."""
+        """The run's provenance, as the format records it (the records it came from are kept),
+        with what the user added at ingest (``--system/--model/--label``) where the archive
+        is silent; a different value the archive gives is an error naming both."""
+        given = current_overrides()
+        if given:
+            where = self.tree.label(self.files[0]) if self.files else self.tree.label_root
+            model = resolve("model", model, given.model, where, "model")
+            merged = dict(labels or {})
+            system = resolve("system", merged.get("system"), given.system, where, "labels.system")
+            if system is not None:
+                merged["system"] = system
+            for key, value in given.labels.items():
+                merged[key] = resolve(f"label {key}", merged.get(key), value, where, f"labels.{key}")  # type: ignore[assignment]
+            labels = merged or None
         harness_info = {"name": harness, **({"version": harness_version} if harness_version else {})}
         self._start = {"harness": harness_info, "model": model, "model_settings": model_settings,
                        "task_id": task_id, "labels": labels, "ts": ts}

@@ -36,7 +36,10 @@ How records become events:
   fixed / resolved / all tests pass, not negated), is a ``completion_claim`` (scope
   ``stage``; ``run`` when the session has no rounds). In headless output a ``result``
   line with subtype ``success`` makes the final assistant text the run's claim (scope
-  ``run``) whatever its words, and the line itself is ``run_ended``.
+  ``run``) whatever its words, and the line itself is ``run_ended`` (``error_max_turns``:
+  ``budget_exhausted``, the harness stopped the model). Records recovered from another
+  harness's log (a Terminal-Bench cast) go through the same mapping
+  (:func:`emit_stream_json`); that harness then says how the run ended.
 - **Tools** (the call's record and its ``tool_result`` record are the sources of one
   event): ``Bash`` -> ``RunBuilder.command`` (Claude Code records no exit code; only a
   failed result's ``Exit code N`` text gives one, nothing is invented); ``Read``,
@@ -81,6 +84,7 @@ from __future__ import annotations
 import json
 import posixpath
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -92,7 +96,7 @@ from engine.importers.redaction import Redactor
 from engine.importers.shell import exit_code_from_text
 from engine.importers.source_tree import SourceTree, strict_json
 
-__all__ = ["ClaudeCodeImporter"]
+__all__ = ["ClaudeCodeImporter", "StreamEnd", "StreamProvenance", "emit_stream_json", "parse_line"]
 
 _CONVERSATIONAL = ("user", "assistant")
 _EDIT_TOOLS = ("Edit", "MultiEdit", "Write", "NotebookEdit")
@@ -130,10 +134,10 @@ _EXTENSIONS = {"py", "pyi", "js", "jsx", "ts", "tsx", "mjs", "cjs", "json", "jso
 
 @dataclass
 class _Line:
-    """One non-blank line of a transcript file."""
+    """One non-blank line of a transcript file (or one record recovered from elsewhere)."""
 
     file: str
-    line: int
+    line: int | str
     text: str
     value: Any = None
     bad: str | None = None            # why the line is kept as unparsed
@@ -144,6 +148,7 @@ class _Line:
     agent: str | None = None          # the sub-agent a sidechain line belongs to
     abandoned: bool = False
     repeated: bool = False            # the same record (or API message content) written again
+    when: str | None = None           # when the record was seen, for records that carry no time
 
     @property
     def data(self) -> dict[str, Any]:
@@ -152,7 +157,9 @@ class _Line:
 
     @property
     def ts(self) -> str | None:
-        return timestamp(self.data.get("timestamp")) if self.rec is not None else None
+        if self.rec is None:
+            return self.when
+        return timestamp(self.data.get("timestamp")) or self.when
 
 
 @dataclass
@@ -184,7 +191,7 @@ class _UserText:
 class ClaudeCodeImporter(Importer):
     name = "claude-code"
     title = "Claude Code session transcript JSONL (+ subagents/, headless stream-json)"
-    version = "1"
+    version = "2"
 
     def sniff(self, tree: SourceTree, rel: str) -> bool:
         if rel.endswith(".json"):
@@ -252,13 +259,69 @@ def _looks_like_claude_code(obj: Any) -> bool:
     return False
 
 
+def parse_line(rel: str, record: int | str, text: str, *, when: str | None = None) -> _Line:
+    """One transcript line: its value, or why it is kept as ``unparsed``."""
+    try:
+        value = strict_json(text)
+    except json.JSONDecodeError as exc:
+        return _Line(rel, record, text, bad=f"invalid JSON: {exc.msg} (column {exc.colno})", when=when)
+    except ValueError as exc:
+        return _Line(rel, record, text, bad=f"invalid JSON: {exc}", when=when)
+    # the reason quotes the value: describe the redacted value, never the raw one
+    return _Line(rel, record, text, value=value, bad=_shape_problem(Redactor().value(value)), when=when)
+
+
+@dataclass
+class StreamEnd:
+    """How a headless stream-json run ended, as its ``result`` record says (None: no result record)."""
+
+    record: Record | None
+    status: str | None
+    reason: str | None
+    ts: str | None
+
+
+@dataclass
+class StreamProvenance:
+    """What a stream-json transcript says about its run, for the importer that owns the run."""
+
+    harness_version: str | None
+    model: str | None
+    labels: dict[str, str]
+    first: Record | None
+
+
+def emit_stream_json(importer: Importer, tree: SourceTree, builder: RunBuilder, lines: list[_Line],
+                     end_run: Callable[[StreamEnd], None]) -> StreamProvenance:
+    """Emit the events of Claude Code records recovered from another harness's log (e.g. the
+    stream-json a Terminal-Bench cast echoes) into ``builder``, through the same mapping as a
+    transcript file. ``lines`` come from :func:`parse_line`; the ``result`` record (or its
+    absence) is handed to ``end_run`` instead of ending the run here, since the owning
+    harness knows more about how the run ended (a timeout kills the agent before it writes one)."""
+    primary = lines[0].file if lines else "stream.jsonl"
+    ended: list[StreamEnd] = []
+
+    def first_end(end: StreamEnd) -> None:
+        if not ended:  # a second result record is kept as a record, not a second end
+            ended.append(end)
+            end_run(end)
+
+    reader = _Reader(importer, tree, Unit(primary), main=lines, builder=builder, end_run=first_end)
+    reader.emit()
+    if not ended:
+        end_run(StreamEnd(None, None, None, None))
+    return reader.provenance()
+
+
 class _Reader:
     """Reads one unit (a session file and its sub-agent files) into one run."""
 
-    def __init__(self, importer: ClaudeCodeImporter, tree: SourceTree, unit: Unit) -> None:
+    def __init__(self, importer: Importer, tree: SourceTree, unit: Unit, *, main: list[_Line] | None = None,
+                 builder: RunBuilder | None = None, end_run: Callable[[StreamEnd], None] | None = None) -> None:
         self.importer, self.tree, self.unit = importer, tree, unit
         self.primary = unit.primary
-        self.main = self._read_lines(self.primary)
+        self.end_run = end_run
+        self.main = main if main is not None else self._read_lines(self.primary)
         self.standalone_agent = self._agent_of_file(self.primary)
         self.transcripts: dict[str, _Transcript] = {}
         metas: list[tuple[str, str]] = []
@@ -273,8 +336,8 @@ class _Reader:
                 metas.append((m.group(1), rel))
         self.session_id = self._session_id()
         self.cwd = self._first_str("cwd")
-        self.b: RunBuilder = importer.builder(tree, unit, self._native_id(),
-                                              workspace_root=_slashes(self.cwd) if self.cwd else None)
+        self.b: RunBuilder = builder if builder is not None else importer.builder(
+            tree, unit, self._native_id(), workspace_root=_slashes(self.cwd) if self.cwd else None)
         # Register every well-formed record, then the sub-agent files and metas.
         self._register(self.main)
         for transcript in self.transcripts.values():
@@ -328,16 +391,7 @@ class _Reader:
                 lines.append(_Line(rel, number, raw.decode("utf-8", "replace"),
                                    bad=f"not UTF-8: byte 0x{raw[exc.start]:02x}"))
                 continue
-            try:
-                value = strict_json(text)
-            except json.JSONDecodeError as exc:
-                lines.append(_Line(rel, number, text, bad=f"invalid JSON: {exc.msg} (column {exc.colno})"))
-                continue
-            except ValueError as exc:
-                lines.append(_Line(rel, number, text, bad=f"invalid JSON: {exc}"))
-                continue
-            # the reason quotes the value: describe the redacted value, never the raw one
-            lines.append(_Line(rel, number, text, value=value, bad=_shape_problem(Redactor().value(value))))
+            lines.append(parse_line(rel, number, text))
         return lines
 
     def _register(self, lines: list[_Line]) -> None:
@@ -637,16 +691,18 @@ class _Reader:
     # --- emitting ----------------------------------------------------------------------------
 
     def build(self) -> ImportedRun:
-        b = self.b
+        self.emit()
+        self._start()
+        return self.b.build()
+
+    def emit(self) -> None:
         for line in self.main:
             self._emit(line)
         for transcript in sorted(self.transcripts.values(), key=lambda t: (t.file or "~", t.agent)):
             if not transcript.emitted:
                 self._emit_transcript(transcript, abandoned=False)
         for meta in self.orphan_metas:
-            b.keep(meta, "subagent-meta")
-        self._start()
-        return b.build()
+            self.b.keep(meta, "subagent-meta")
 
     def _emit(self, line: _Line) -> None:
         b = self.b
@@ -881,11 +937,14 @@ class _Reader:
         elif subtype == "success":
             status = "failed"
         elif subtype == "error_max_turns":
-            status = "aborted"
+            status = "budget_exhausted"
         else:
             status = "error"
         b.end_stage(source=rec, ts=line.ts, status="completed" if status == "completed" else "failed")
-        b.add("run_ended", actor="harness", source=rec, ts=line.ts, status=status, reason=subtype)
+        if self.end_run is not None:
+            self.end_run(StreamEnd(rec, status, subtype, line.ts))
+        else:
+            b.add("run_ended", actor="harness", source=rec, ts=line.ts, status=status, reason=subtype)
 
     # --- sub-agent transcripts -----------------------------------------------------------------
 
@@ -906,6 +965,12 @@ class _Reader:
     # --- provenance ------------------------------------------------------------------------------
 
     def _start(self) -> None:
+        found = self.provenance()
+        self.b.start(harness="claude-code", harness_version=found.harness_version, model=found.model,
+                     labels=found.labels, ts=self._good(self.main)[0].ts if found.first is not None else None,
+                     source=found.first if found.first is not None else ())
+
+    def provenance(self) -> StreamProvenance:
         good = self._good(self.main)
         everything = good + [ln for t in self.transcripts.values() for ln in self._good(t.lines)]
         models: list[str] = []
@@ -937,10 +1002,8 @@ class _Reader:
                 if isinstance(value, (int, float)) and not isinstance(value, bool):
                     labels[key] = _number_text(value)
         version = self._first_str("version") or self._first_str("claude_code_version")
-        first = good[0] if good else None
-        self.b.start(harness="claude-code", harness_version=version, model=models[0] if models else None,
-                     labels=labels, ts=first.ts if first is not None else None,
-                     source=first.rec if first is not None and first.rec is not None else ())
+        first = good[0].rec if good else None
+        return StreamProvenance(version, models[0] if models else None, labels, first)
 
 
 # --- helpers ---------------------------------------------------------------------------------------

@@ -54,7 +54,7 @@ numbers, ``rewards`` per key for dict values), citing the score events of that s
 too; a final score event with no ``scores`` entry makes its own verdict; intermediate
 score events are kept. Scorers named ``model_graded*`` or that called a model are
 ``judge``, others ``grader``. ``run_ended``: the sample's error -> error; a sample limit
--> timeout (time/working) or aborted; else the eval status: success -> completed,
+-> timeout (time/working), budget_exhausted (message/token/cost/context) or aborted; else the eval status: success -> completed,
 error/cancelled -> error with the eval's error message; ``started`` (unfinished) -> none.
 """
 
@@ -694,7 +694,8 @@ class _SampleReader:
             kind = limit.get("type")
             reason = f"{kind} limit exceeded" + (f" (limit {limit.get('limit')})" if "limit" in limit else "")
             self.b.add("run_ended", actor="harness", source=sources, ts=completed,
-                       status="timeout" if kind in ("time", "working") else "aborted", reason=reason)
+                       status="timeout" if kind in ("time", "working") else
+                       "budget_exhausted" if kind in ("message", "token", "cost", "context") else "aborted", reason=reason)
         elif status == "success":
             self.b.add("run_ended", actor="harness", source=sources, ts=completed, status="completed")
         elif status in ("error", "cancelled"):

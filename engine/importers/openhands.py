@@ -31,8 +31,8 @@ condensations are ``compaction`` (harness, or agent when the agent asked for it)
 Paths are relative to the workspace root: ``/workspace``, or the runtime's working directory
 when the stream names it (V0 recall observation, V1 ``base_state.json``).
 
-An eval line ends with ``run_ended`` (its ``error``: the iteration/budget limit -> aborted,
-anything else -> error); a plain stream only when it records a terminal agent state /
+An eval line ends with ``run_ended`` (its ``error``: the iteration/budget/context limit ->
+budget_exhausted, a stuck-loop stop -> aborted, anything else -> error); a plain stream only when it records a terminal agent state /
 execution status. Outcomes: an evaluated ``report`` on the line (verifier
 ``openhands-eval``) or the SWE-bench ``report.json`` next to ``output.jsonl`` (verifier
 ``swe-bench``) with the per-test lists of ``eval_outputs/<instance>/report.json``; a
@@ -52,6 +52,7 @@ from typing import Any
 from engine.errors import InputError
 from engine.importers.base import Importer, Unit, register
 from engine.importers.building import ImportedRun, Record, RunBuilder, timestamp
+from engine.importers.provenance import Experiment, identify
 from engine.importers.shell import exit_code_from_text, file_effects
 from engine.importers.source_tree import SourceTree
 
@@ -335,8 +336,10 @@ def _aggregate_verdict(b: RunBuilder, instance_id: str, outcomes: _EvalOutcomes)
 def _eval_end(b: RunBuilder, envelope: Record) -> None:
     error = envelope.get("error", str, required=False)
     if error:
-        stopped = re.search(r"maximum iteration|budget|max_iterations|stuck", error, re.IGNORECASE)
-        b.add("run_ended", actor="harness", source=envelope, status="aborted" if stopped else "error", reason=error)
+        budget = re.search(r"maximum iteration|budget|max_iterations|max iterations|context window", error, re.IGNORECASE)
+        stopped = re.search(r"stuck", error, re.IGNORECASE)
+        b.add("run_ended", actor="harness", source=envelope,
+              status="budget_exhausted" if budget else "aborted" if stopped else "error", reason=error)
     else:
         b.add("run_ended", actor="harness", source=envelope, status="completed")
 
@@ -345,6 +348,16 @@ def _llm_settings(llm: dict[str, Any]) -> dict[str, Any]:
     keys = ("temperature", "top_p", "top_k", "max_output_tokens", "max_input_tokens", "reasoning_effort", "seed",
             "native_tool_calling", "extended_thinking_budget")
     return {k: llm[k] for k in keys if llm.get(k) is not None}
+
+
+def _eval_native_id(tree: SourceTree, rel: str, native: str, line: dict[str, Any], *,
+                    instance_id: str | None = None) -> tuple[str, Experiment]:
+    """An eval line's run id: the instance, qualified by the system (the experiment folder or
+    ``--system``) or else the line's model, so two systems' outputs of one instance never collide."""
+    metadata = line.get("metadata") if isinstance(line.get("metadata"), dict) else {}
+    llm = metadata.get("llm_config") if isinstance(metadata.get("llm_config"), dict) else {}
+    model = llm.get("model") if isinstance(llm.get("model"), str) and llm["model"] else None
+    return identify(tree, rel, native, instance_id=instance_id or native, model=model)
 
 
 def _eval_start_fields(envelope: Record) -> tuple[str | None, dict[str, Any], dict[str, str]]:
@@ -577,11 +590,13 @@ class OpenHandsImporter(Importer):
                 else:
                     flat.append((f"{line.line}:history[{i}]", item))
             root = _v0_workspace_root(flat)
-            b = self.builder(tree, unit, str(instance_id), workspace_root=root)
+            native, experiment = _eval_native_id(tree, unit.primary, str(instance_id), value)
+            b = self.builder(tree, unit, native, workspace_root=root)
             envelope = b.record(unit.primary, line.line, {k: v for k, v in value.items() if k != "history"},
                                 native_id=str(instance_id))
             records = [_v0_record(b, tree, unit.primary, label, item) for label, item in flat]
             model, settings, labels = _eval_start_fields(envelope)
+            labels.update(experiment.labels())
             mapper = _V0Mapper(b, root, records, eval_run=True)
             mapper.run(labels=labels, start_sources=[envelope], model=model, model_settings=settings,
                        task_id=str(instance_id), ts=timestamp(envelope.get("metadata.start_time", str, required=False)))
@@ -1062,6 +1077,7 @@ class OpenHandsV1Importer(Importer):
             instance_id = str(probe.get("instance_id", (str, int)))
             attempt = value.get("attempt")
             native = instance_id if not isinstance(attempt, int) or attempt <= 1 else f"{instance_id}.attempt{attempt}"
+            native, experiment = _eval_native_id(tree, unit.primary, native, value, instance_id=instance_id)
             history = probe.list("history")
             b = self.builder(tree, unit, native, workspace_root=DEFAULT_WORKSPACE)
             envelope = b.record(unit.primary, line.line, {k: v for k, v in value.items() if k != "history"},
@@ -1069,6 +1085,7 @@ class OpenHandsV1Importer(Importer):
             items: list[Record | tuple[int, str, str]] = [
                 _v1_record(b, unit.primary, f"{line.line}:history[{i}]", item) for i, item in enumerate(history)]
             model, settings, labels = _eval_start_fields(envelope)
+            labels.update(experiment.labels())
             mapper = _V1Mapper(b, DEFAULT_WORKSPACE, items, unit.primary, eval_run=True)
             mapper.run(labels=labels, start_sources=[envelope], model=model, model_settings=settings, task_id=instance_id)
             _eval_end(b, envelope)

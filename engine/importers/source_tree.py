@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import posixpath
 import tarfile
 import zipfile
@@ -110,6 +111,41 @@ class SourceTree:
             # a single-file tree is labelled by the file; its companions sit beside it
             return self.label_root[: len(self.label_root) - len(self.selected[0])] + rel
         return posixpath.join(self.label_root, rel) if self.label_root else rel
+
+    def folders(self, rel: str) -> list[str]:
+        """The names of the folders holding ``rel``, outermost first, also above the tree's
+        root where they are known (a directory's absolute path; an archive counts as a folder
+        named after it without its suffix). Names an archive gives by its folders (a system,
+        an experiment, a split) are read from here, so they do not depend on how far up the
+        user pointed."""
+        source = self._direct.get(rel)
+        if source is None:
+            source = self._all().get(rel)
+        inner = [part for part in posixpath.dirname(rel).split("/") if part]
+        if source is not None and not isinstance(source, bytes):
+            absolute = os.path.abspath(os.fspath(source))
+            return [part for part in Path(absolute).parent.parts if part not in ("/", "\\") and not part.endswith(":\\")]
+        if self._separator == "!":
+            name = posixpath.basename(self.label_root.replace("\\", "/").rstrip("/"))
+            lowered = name.lower()
+            for suffix in ARCHIVE_SUFFIXES:
+                if lowered.endswith(suffix):
+                    name = name[: len(name) - len(suffix)]
+                    break
+            return [name, *inner] if name and "!" not in name else inner
+        return inner
+
+    def disk_path(self, rel: str) -> Path | None:
+        """Where ``rel`` is on disk (None for an archive member)."""
+        source = self._direct.get(rel)
+        if source is None:
+            source = self._all().get(rel)
+        return None if source is None or isinstance(source, bytes) else Path(os.path.abspath(os.fspath(source)))
+
+    def folder_name(self, rel: str) -> str:
+        """The name of the folder holding ``rel``, also when that folder is the tree's root."""
+        found = self.folders(rel)
+        return found[-1] if found else ""
 
     # --- reading -------------------------------------------------------------------------------
 

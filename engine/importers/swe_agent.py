@@ -28,9 +28,18 @@ as ``<returncode>N</returncode><output>...``; ``mini-swe-agent-1.1``, v2.x: assi
 ``echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT`` (older: ``MINI_SWE_AGENT_FINAL_OUTPUT``) is
 the completion claim.
 
-**SWE-bench** ``report.json`` next to the trajectory (``{instance_id: {resolved,
-tests_status: {FAIL_TO_PASS: {success, failure}, ...}}}``) gives one acceptance verdict
-and one test result per test.
+**SWE-bench** ``report.json`` next to the trajectory, or in SWE-bench's experiments layout
+``<experiment>/logs/<instance>/report.json`` (``{instance_id: {resolved, tests_status:
+{FAIL_TO_PASS: {success, failure}, ...}}}``) gives one acceptance verdict and one test result
+per test.
+
+**Run identity.** A leaderboard archive holds several systems' runs of the same instances:
+run ids are ``<format>/<system>/<instance>``, the system being the experiment folder the
+archive names (``evaluation/<split>/<date>_<system>/trajs/...``, a folder with a
+``metadata.yaml``, a SWE-agent run folder ``...__t-0.00__p-0.95__c-3.00...``; see
+:mod:`engine.importers.provenance`) or ``--system``; when neither is known, the raw model
+from the run's config qualifies the id instead (``swe-agent/gpt-4o/<instance>``).
+``labels.system``/``split``/``benchmark``/``system_name`` record what the folders say.
 """
 
 from __future__ import annotations
@@ -46,6 +55,7 @@ from engine.errors import InputError
 from engine.exact import decimal_text
 from engine.importers.base import Importer, Unit, register
 from engine.importers.building import ImportedRun, Record, RunBuilder, timestamp
+from engine.importers.provenance import identify
 from engine.importers.shell import exit_code_from_text
 from engine.importers.source_tree import SourceTree
 
@@ -100,16 +110,24 @@ def _head_bytes(tree: SourceTree, rel: str, limit: int = 4096) -> bytes:
 
 
 def _report_for(tree: SourceTree, rel: str, instance_id: str) -> str | None:
-    """The SWE-bench ``report.json`` next to ``rel`` when it holds ``instance_id``."""
+    """The SWE-bench ``report.json`` for ``instance_id``: next to ``rel``, or where SWE-bench's
+    experiments layout keeps it (``<experiment>/logs/<instance>/report.json`` beside
+    ``<experiment>/trajs/``)."""
     folder = posixpath.dirname(rel)
-    candidate = tree.join(folder, REPORT_NAME) if folder else REPORT_NAME
-    if candidate == rel or not tree.exists(candidate):
-        return None
-    data = tree.try_json(candidate)
-    if isinstance(data, dict) and instance_id in data:
-        return candidate
-    if data is None and f'"{instance_id}"'.encode() in _head_bytes(tree, candidate, 1 << 20):
-        return candidate  # broken, but this instance's: claimed so that read() says what is wrong
+    candidates = [tree.join(folder, REPORT_NAME) if folder else REPORT_NAME]
+    parts = folder.split("/") if folder else []
+    for up in range(1, min(len(parts), 3) + 1):
+        base = "/".join(parts[: len(parts) - up])
+        candidates.append(tree.join(base, "logs", instance_id, REPORT_NAME) if base
+                          else posixpath.join("logs", instance_id, REPORT_NAME))
+    for candidate in candidates:
+        if candidate == rel or not tree.exists(candidate):
+            continue
+        data = tree.try_json(candidate)
+        if isinstance(data, dict) and instance_id in data:
+            return candidate
+        if data is None and f'"{instance_id}"'.encode() in _head_bytes(tree, candidate, 1 << 20):
+            return candidate  # broken, but this instance's: claimed so that read() says what is wrong
     return None
 
 
@@ -194,10 +212,14 @@ _SWE_AGENT_KEYS = {"trajectory", "history", "info", "environment", "replay_confi
 _DIRECTORY_LISTING = re.compile(r"Here's the files and directories up to \d+ levels? deep")
 _CURRENT_DIRECTORY = re.compile(r"\(Current directory: ([^)\n]+)\)")
 
+# How a run ended, by SWE-agent's exit status: the harness stopping the model at a cost or
+# context limit is ``budget_exhausted`` (an autosubmission then is the harness's, not a
+# claim), the model leaving without submitting ``gave_up``.
 _RUN_STATUS = {
     "submitted": "completed",
-    "exit_cost": "aborted", "exit_context": "aborted", "exit_forfeit": "aborted", "exit_command": "aborted",
-    "early_exit": "aborted", "skipped": "aborted",
+    "exit_cost": "budget_exhausted", "exit_context": "budget_exhausted",
+    "exit_forfeit": "gave_up", "exit_command": "gave_up", "early_exit": "gave_up",
+    "skipped": "aborted",
     "exit_total_execution_time": "timeout", "exit_command_timeout": "timeout",
     "exit_format": "failed",
     "exit_error": "error", "exit_api": "error", "exit_environment_error": "error",
@@ -205,7 +227,8 @@ _RUN_STATUS = {
 
 
 def swe_agent_run_status(exit_status: str) -> str | None:
-    """``submitted`` -> completed; ``submitted (exit_cost)`` is judged by why it stopped."""
+    """``submitted`` -> completed; ``submitted (exit_cost)`` (the harness autosubmitted) is
+    judged by why it stopped: budget_exhausted."""
     text = exit_status.strip()
     inner = re.match(r"^submitted \((.+)\)$", text)
     if inner:
@@ -321,7 +344,10 @@ class SweAgentImporter(Importer):
         replay_raw = data.get("replay_config")
         history_raw = data.get("history")
         root = self._workspace_root(_config_dict(replay_raw), history_raw, data.get("trajectory"))
-        b = self.builder(tree, unit, instance_id, workspace_root=root)
+        model_name = _dig(_config_dict(replay_raw), "agent", "model").get("name")
+        native, experiment = identify(tree, rel, instance_id, instance_id=instance_id,
+                                      model=model_name if isinstance(model_name, str) and model_name else None)
+        b = self.builder(tree, unit, native, workspace_root=root)
 
         # Provenance records (cited by run_started only); provenance is read from the redacted copies.
         start_sources: list[Record] = []
@@ -374,8 +400,12 @@ class SweAgentImporter(Importer):
         environment = data.get("environment")
         labels = {"environment": environment} if isinstance(environment, str) else {}
         labels.update(run_statistics(info))
+        labels.update(experiment.labels())
+        model = model_cfg.get("name") if isinstance(model_cfg.get("name"), str) else None
+        if model is None and len(experiment.models) == 1:
+            model = experiment.models[0]
         b.start(harness="swe-agent", harness_version=info.get("swe_agent_version"),
-                model=model_cfg.get("name") if isinstance(model_cfg.get("name"), str) else None,
+                model=model,
                 model_settings=settings or None, task_id=instance_id, labels=labels or None,
                 source=start_sources)
 
@@ -610,7 +640,7 @@ _SUBMIT_MARKER = re.compile(
     r"\b(?:echo|printf)\s+['\"]?(?:COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT|MINI_SWE_AGENT_FINAL_OUTPUT)\b")
 _OUTPUT_BLOCK = re.compile(r"<output>\n?(.*?)</output>", re.DOTALL)
 
-_MINI_STATUS = {"Submitted": "completed", "LimitsExceeded": "aborted", "TimeExceeded": "timeout",
+_MINI_STATUS = {"Submitted": "completed", "LimitsExceeded": "budget_exhausted", "TimeExceeded": "timeout",
                 "RepeatedFormatError": "failed", "FormatError": "failed"}
 
 
@@ -654,7 +684,10 @@ class MiniSweAgentImporter(Importer):
         raw_info = data.get("info") if isinstance(data.get("info"), dict) else {}
         raw_env = _dig(raw_info, "config", "environment")
         cwd = raw_env.get("cwd").strip() if isinstance(raw_env.get("cwd"), str) else ""
-        b = self.builder(tree, unit, instance_id, workspace_root=cwd or None)
+        model_name = _dig(raw_info, "config", "model").get("model_name")
+        native, experiment = identify(tree, rel, instance_id, instance_id=instance_id,
+                                      model=model_name if isinstance(model_name, str) and model_name else None)
+        b = self.builder(tree, unit, native, workspace_root=cwd or None)
 
         info_rec: Record | None = None
         info: dict[str, Any] = {}
@@ -687,7 +720,10 @@ class MiniSweAgentImporter(Importer):
         labels.update(run_statistics(info))
         if isinstance(data.get("trajectory_format"), str):
             labels["trajectory_format"] = data["trajectory_format"]
+        labels.update(experiment.labels())
         version, model = info.get("mini_version"), model_cfg.get("model_name")
+        if not isinstance(model, str) and len(experiment.models) == 1:
+            model = experiment.models[0]
         b.start(harness="mini-swe-agent", harness_version=version if isinstance(version, str) else None,
                 model=model if isinstance(model, str) else None, model_settings=settings or None,
                 task_id=instance_id, labels=labels or None, source=[*start_sources, *([info_rec] if info_rec else [])])

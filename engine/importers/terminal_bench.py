@@ -10,7 +10,11 @@ What becomes what:
 
 - Provenance: ``run_metadata.json`` (agent name as the harness, model, agent kwargs,
   dataset) when it sits two levels up from the trial, the trial's ``task_id`` and
-  ``trial_name``.
+  ``trial_name``. ``labels.system`` is the run folder's name when it is not tb's own
+  (``runs/<run_id>/`` renamed after the experiment, e.g. ``claude_code_c4/``);
+  ``labels.benchmark`` the dataset name, else ``terminal-bench``. Run ids are
+  ``terminal-bench/<trial_name>/<trial uuid>``; a trial without a uuid is
+  ``terminal-bench/<system>/<trial_name>`` so two systems' trials never collide.
 - The task ``instruction`` is the ``user`` message.
 - ``commands.txt`` (one Python list of tmux keys per line) gives commands without exit
   codes or output (TB1 records none). Lines before the test recording
@@ -20,29 +24,48 @@ What becomes what:
   keystrokes (actor ``agent``). The test phase is the harness's. Lines of pure control
   keys (``C-d``) and empty polls are kept as ``source_record`` ``keystrokes``; a line
   that is not a list of strings is ``unparsed`` (the file is a plain log).
-- ``run_ended`` from ``failure_mode`` (``agent_timeout`` -> timeout, agent or harness
-  errors -> error), placed where the test phase starts.
+- The agent's own process, when ``sessions/agent.cast`` holds Claude Code's
+  ``--output-format stream-json`` (an installed ``claude-code`` agent): the cast's output
+  stream is read back as printed lines (:mod:`engine.importers.asciinema`: chunks joined,
+  terminal escapes and overwritten text stripped), each line that starts a
+  ``{"type"...`` object with a ``session_id`` is a record (re-joined with the following
+  lines when the terminal wrapped it), cited as ``sessions/agent.cast:<cast line>`` (the
+  cast line where it began; ``<line>.<k>`` for the k-th record begun on one line), timed
+  from the cast's clock. The records go through the Claude Code mapping
+  (:func:`engine.importers.claude_code.emit_stream_json`): messages, commands and test
+  runs, file reads and edits, delegations, the completion claim. They sit after the
+  harness's launch keystrokes and before the test phase. A record cut off (the agent
+  killed mid-write) is ``unparsed``; the keystrokes (``i`` events) are not read.
+- ``run_ended`` (actor ``harness``), where the test phase starts: ``agent_timeout`` ->
+  timeout, agent or harness errors -> error (``failure_mode`` as the reason); otherwise,
+  with a stream, as its ``result`` record says (``success`` -> completed) or, when the
+  stream has no result record (the agent process died: its crash line is quoted), error;
+  without a stream, completed.
 - Outcome: ``acceptance_verdict`` (verifier ``terminal-bench``, reward ``1``/``0`` from
   ``is_resolved``; status ``timeout`` for agent/test timeouts, ``infra_error`` for
   harness failures, else ``evaluated``; ``no_grade`` when ``is_resolved`` is null),
   and one ``test_result`` per ``parser_results`` entry.
 
-Not read: ``sessions/*.cast`` / ``agent.log`` / ``panes/*`` (terminal recordings, no
-structure to map; they stay claimed with the trial) and the run-level aggregate
-fields (``accuracy``, ``pass_at_k``), which are no single run's.
+Not read: ``sessions/tests.cast``, other casts without stream-json, ``agent.log`` /
+``panes/*`` (terminal recordings, no structure to map; they stay claimed with the trial),
+``tb.lock`` (claimed with the run) and the run-level aggregate fields (``accuracy``,
+``pass_at_k``), which are no single run's.
 """
 
 from __future__ import annotations
 
 import ast
+import json
 import posixpath
 import re
 from collections.abc import Sequence
 from typing import Any
 
 from engine.errors import InputError
+from engine.importers.asciinema import read_cast
 from engine.importers.base import Importer, Unit, register
 from engine.importers.building import ImportedRun, RunBuilder, timestamp
+from engine.importers.claude_code import StreamEnd, StreamProvenance, emit_stream_json, parse_line
 from engine.importers.source_tree import SourceTree
 
 __all__ = ["TerminalBenchImporter"]
@@ -52,6 +75,73 @@ _GRADED = {None, "unset", "none", "fatal_llm_parse_error", "context_length_excee
 _ENTER_KEYS = {"Enter", "C-m", "KPEnter"}
 _CONTROL_KEY = re.compile(r"^(?:[CMS]-\S+|Escape|Tab|BTab|BSpace|DC|End|Home|IC|NPage|PPage|PgDn|PgUp|Up|Down|Left|Right|Space|F\d+)$")
 _HEAD_KEYS = (b'"is_resolved"', b'"parser_results"', b'"failure_mode"')
+_NO_RESULT = "the agent's stream-json ended without a result record (the agent process stopped early)"
+_RECORD_START = '{"type"'
+#: What a crashing agent process prints after its last record (Node: ``Error: spawn ps ENOENT``).
+_CRASH = re.compile(r"^\s*(?:[A-Z][A-Za-z]*)?Error\b:?.{0,300}")
+#: A stream-json record the terminal wrapped over several lines is re-joined up to this many characters.
+_MAX_RECORD_CHARS = 50_000_000
+
+
+def _system_of(tree: SourceTree, meta_rel: str | None, meta: Any) -> str | None:
+    """The system a run folder names: ``runs/<run_id>/`` is tb's own name (no system), a
+    folder renamed after the experiment (``claude_code_c4/``) is one."""
+    if meta_rel is None:
+        return None
+    folder = tree.folder_name(meta_rel)
+    run_id = meta.get("run_id") if isinstance(meta, dict) else None
+    if not folder or folder == run_id:
+        return None
+    return folder
+
+
+def _stream_json(tree: SourceTree, b: RunBuilder, rel: str) -> tuple[list[Any], str | None]:
+    """Claude Code stream-json records echoed in the cast ``rel``: each printed line that
+    starts a ``{"type"...`` object (after the terminal's escapes), re-joined with the lines
+    after it when the terminal wrapped it. A record begun but never complete (the agent was
+    killed mid-write) is kept as unparsed; so are cast lines that are not cast events."""
+    cast = read_cast(tree, rel)
+    for number, raw, why in cast.bad:
+        b.unparsed(rel, number, raw, why)
+    records: list[Any] = []
+    on_line: dict[int, int] = {}
+    lines = cast.lines
+    index = 0
+    after_last = 0
+    while index < len(lines):
+        start = lines[index]
+        at = start.text.find(_RECORD_START)
+        if at < 0:
+            index += 1
+            continue
+        text, end = start.text[at:], index
+        value = _json_object(text)
+        while value is None and end + 1 < len(lines) and len(text) < _MAX_RECORD_CHARS \
+                and not lines[end + 1].text.lstrip().startswith(_RECORD_START):
+            end += 1
+            text += lines[end].text
+            value = _json_object(text) if text.rstrip().endswith("}") else None
+        if value is None:
+            text, end = start.text[at:], index  # never completed: the line as printed
+        elif not isinstance(value, dict) or "session_id" not in value:
+            index = end + 1  # a JSON line, but not the agent's stream
+            continue
+        origin, clock = start.origin()
+        count = on_line[origin] = on_line.get(origin, 0) + 1
+        label = str(origin) if count == 1 else f"{origin}.{count}"
+        moment = cast.epoch(clock)
+        records.append(parse_line(rel, label, text, when=timestamp(moment) if moment is not None else None))
+        index = after_last = end + 1
+    crash = next((m.group(0).strip() for line in lines[after_last:] if (m := _CRASH.match(line.text))), None) \
+        if records else None
+    return records, crash
+
+
+def _json_object(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError:
+        return None
 
 
 def _json_head(tree: SourceTree, rel: str) -> bytes:
@@ -77,7 +167,7 @@ class TerminalBenchImporter(Importer):
 
     name = "terminal-bench"
     title = "Terminal-Bench 1 trial results.json (+ commands.txt, run_metadata.json)"
-    version = "1"
+    version = "2"
 
     def find(self, tree: SourceTree, candidates: Sequence[str]) -> list[Unit]:
         units: list[Unit] = []
@@ -121,9 +211,10 @@ class TerminalBenchImporter(Importer):
     def _run_companions(self, tree: SourceTree, rel: str, doc: dict[str, Any]) -> list[str]:
         folder = posixpath.dirname(rel)
         files: list[str] = []
-        meta = posixpath.join(folder, "run_metadata.json") if folder else "run_metadata.json"
-        if tree.exists(meta):
-            files.append(meta)
+        for name in ("run_metadata.json", "tb.lock"):  # tb.lock: the invocation, not read
+            meta = posixpath.join(folder, name) if folder else name
+            if tree.exists(meta):
+                files.append(meta)
         for entry in doc["results"]:
             trial_dir = self._trial_dir(rel, entry)
             if trial_dir is not None:
@@ -153,7 +244,15 @@ class TerminalBenchImporter(Importer):
         trial_name = data.get("trial_name") if isinstance(data.get("trial_name"), str) else None
         task_id = data.get("task_id") if isinstance(data.get("task_id"), str) else None
         ident = data.get("id") if isinstance(data.get("id"), str) else None
-        native = "/".join(p for p in (trial_name or task_id, ident) if p) or "trial"
+        meta_rel = None
+        if trial_dir is not None:
+            meta_rel = posixpath.normpath(posixpath.join(trial_dir, "..", "..", "run_metadata.json"))
+            if meta_rel.startswith("..") or not tree.exists(meta_rel):
+                meta_rel = None
+        system = _system_of(tree, meta_rel, tree.try_json(meta_rel) if meta_rel is not None else None)
+        # The trial's uuid names it uniquely; without one, the system keeps two systems' trials apart.
+        native = "/".join(p for p in ((trial_name or task_id, ident) if ident else (system, trial_name or task_id))
+                          if p) or "trial"
         files = [file]
         b = self.builder(tree, unit, native, workspace_root="/app")
         rec = b.record(file, label, data, native_id=ident)
@@ -167,16 +266,14 @@ class TerminalBenchImporter(Importer):
         # Provenance: run_metadata.json two levels up (runs/<run>/<task>/<trial>/).
         start_sources = [rec]
         meta: dict[str, Any] = {}
-        if trial_dir is not None:
-            meta_rel = posixpath.normpath(posixpath.join(trial_dir, "..", "..", "run_metadata.json"))
-            if not meta_rel.startswith("..") and tree.exists(meta_rel):
-                meta_doc = tree.json(meta_rel)
-                meta_rec = b.record(meta_rel, "metadata", meta_doc)
-                if not isinstance(meta_doc, dict):
-                    raise meta_rec.error(None, f"expected an object, got {type(meta_doc).__name__}")
-                meta = meta_rec.data  # redacted
-                start_sources.append(meta_rec)
-                files.append(meta_rel)
+        if meta_rel is not None:
+            meta_doc = tree.json(meta_rel)
+            meta_rec = b.record(meta_rel, "metadata", meta_doc)
+            if not isinstance(meta_doc, dict):
+                raise meta_rec.error(None, f"expected an object, got {type(meta_doc).__name__}")
+            meta = meta_rec.data  # redacted
+            start_sources.append(meta_rec)
+            files.append(meta_rel)
         labels = {"runner": "terminal-bench"}
         if trial_name:
             labels["trial_name"] = trial_name
@@ -186,11 +283,13 @@ class TerminalBenchImporter(Importer):
         if isinstance(meta.get("dataset_name"), str):
             version = meta.get("dataset_version")
             labels["dataset"] = meta["dataset_name"] + (f"@{version}" if isinstance(version, str) and version else "")
+        labels["benchmark"] = meta["dataset_name"] if isinstance(meta.get("dataset_name"), str) and meta["dataset_name"] \
+            else "terminal-bench"
+        if system is not None:
+            labels["system"] = system
         settings = meta.get("agent_kwargs") if isinstance(meta.get("agent_kwargs"), dict) and meta["agent_kwargs"] else None
         agent = meta.get("agent_name") if isinstance(meta.get("agent_name"), str) and meta["agent_name"] else None
         model = meta.get("model_name") if isinstance(meta.get("model_name"), str) and meta["model_name"] else None
-        b.start(harness=agent or "terminal-bench", model=model, model_settings=settings, task_id=rec.str("task_id"),
-                labels=labels, ts=timestamp(data.get("trial_started_at")), source=start_sources)
 
         if instruction:
             b.add("message", actor="user", source=rec, ts=timestamp(data.get("agent_started_at")), text=instruction)
@@ -199,17 +298,51 @@ class TerminalBenchImporter(Importer):
             "completed" if failure_mode in _GRADED or failure_mode == "test_timeout" else "error"
         reason = failure_mode if failure_mode not in (None, "unset", "none") else None
 
-        def end_run() -> None:
-            b.add("run_ended", actor="harness", source=rec, ts=timestamp(data.get("agent_ended_at")),
-                  status=run_status, reason=reason)
+        # The agent's own process: Claude Code's stream-json echoed into the agent cast.
+        cast_rel = posixpath.join(trial_dir, "sessions", "agent.cast") if trial_dir is not None else None
+        stream: list[Any] = []
+        crash: str | None = None
+        if cast_rel is not None and tree.exists(cast_rel):
+            files.append(cast_rel)
+            stream, crash = _stream_json(tree, b, cast_rel)
+        found: list[StreamProvenance] = []
+
+        def end_run(end: StreamEnd | None = None) -> None:
+            status, why, sources = run_status, reason, [rec]
+            if end is not None and end.record is not None:
+                sources = [end.record, rec]
+            if end is not None and failure_mode in _GRADED:  # the agent's own account decides
+                if end.record is not None:
+                    status, why = end.status or "completed", end.reason
+                else:
+                    status, why = "error", _NO_RESULT + (f"; it printed: {crash}" if crash else "")
+            b.add("run_ended", actor="harness", source=sources,
+                  ts=timestamp(data.get("agent_ended_at")) or (end.ts if end is not None else None),
+                  status=status, reason=why)
+
+        def agent_phase() -> None:
+            if stream:
+                found.append(emit_stream_json(self, tree, b, stream, end_run))
+            else:
+                end_run()
 
         ended = False
         commands = posixpath.join(trial_dir, "commands.txt") if trial_dir else "commands.txt"
         if trial_dir is not None and tree.exists(commands):
             files.append(commands)
-            ended = self._commands(tree, b, commands, end_run)
+            ended = self._commands(tree, b, commands, agent_phase)
         if not ended:
-            end_run()
+            agent_phase()
+
+        version = None
+        if found:
+            version = found[0].harness_version
+            model = model or found[0].model
+            for key, value in found[0].labels.items():
+                labels.setdefault(key, value)
+        b.start(harness=agent or ("claude-code" if found else "terminal-bench"), harness_version=version,
+                model=model, model_settings=settings, task_id=rec.str("task_id"),
+                labels=labels, ts=timestamp(data.get("trial_started_at")), source=start_sources)
 
         # Outcome.
         tests: list[tuple[str, str]] = []
