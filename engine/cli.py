@@ -337,6 +337,20 @@ def validate_rules(
         raise typer.Exit(1)
 
 
+@app.command("rule-signal")
+def rule_signal(
+    rules: RulesOption = None,
+    db: DbOption = DEFAULT_DB,
+) -> None:
+    """Does a rule set carry signal on the stored runs? Per-rule applicability, sole deciders, AUC for resolution."""
+    from rules.loading import load_ruleset
+    from rules.signal import render
+
+    with _store(db) as store:
+        for line in render(store, load_ruleset(rules)):
+            out.print(line)
+
+
 @app.command()
 def report(
     html: Annotated[Path, typer.Option("--html", help="The page to write: one self-contained HTML file.",

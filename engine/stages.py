@@ -50,6 +50,12 @@ class StageTracker:
     highest: int | None = None
     strict: bool = True
 
+    def opens_round(self, kind: str, actor: str) -> bool:
+        """Would an event of ``kind`` by ``actor`` open a round now (a human's or user's
+        correction while no stage, or only a round, is open)?"""
+        return kind == "correction" and actor.split(":", 1)[0] in ("user", "human") and \
+            (self.open is None or self.round_open)
+
     def step(self, seq: int, kind: str, actor: str, stage: int | None) -> int | None:
         """The derived stage of one event (given its envelope), updating the state."""
         if kind == "stage_started":
@@ -60,8 +66,7 @@ class StageTracker:
                 self._conflict(seq, f"stage_ended closes stage {stage} but stage {self.open} is open")
             derived = stage
             self.open, self.round_open = None, False
-        elif kind == "correction" and actor.split(":", 1)[0] in ("user", "human") and \
-                (self.open is None or self.round_open):
+        elif self.opens_round(kind, actor):
             derived = stage if stage is not None else (1 if self.highest is None else self.highest + 1)
             self.open, self.round_open = derived, True
         elif self.open is not None:
