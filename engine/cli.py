@@ -230,7 +230,7 @@ def score(
 
 
 def _print_scores(outcomes: list, ruleset_name: str) -> None:
-    from engine.scoring import display
+    from engine.scoring import NOT_GRADED, display
 
     table = Table("run", "events", "violations", "process score", "exact", "stored",
                   title=f"rule set {ruleset_name}")
@@ -238,7 +238,8 @@ def _print_scores(outcomes: list, ruleset_name: str) -> None:
         doc = outcome.document
         violations = sum(rule["violated"] for rule in doc.body["rules"])
         exact = "-" if doc.process_score is None else f"{doc.process_score.numerator}/{doc.process_score.denominator}"
-        table.add_row(Text(doc.run_id), str(doc.run_event_count), str(violations), display(doc.process_score),
+        shown = NOT_GRADED if doc.process_score is None else display(doc.process_score)
+        table.add_row(Text(doc.run_id), str(doc.run_event_count), str(violations), shown,
                       exact, "new" if outcome.written else "already stored")
     out.print(table)
     if outcomes:
@@ -310,24 +311,44 @@ def validate_rules(
 ) -> None:
     """Run a planted-fault corpus: every fault must be flagged by its rule, no clean twin by any rule."""
     from rules.loading import load_ruleset
-    from rules.planted import summary, uncovered, validate_corpus
+    from rules.model import BEHAVIOUR_PATTERNS, BINARY_CHECKS
+    from rules.planted import coverage, summary, uncovered, validate_corpus
 
     ruleset = load_ruleset(rules)
     results = validate_corpus(directory, ruleset)
-    table = Table("rule", "fault flagged", "violations on fault", "clean twin flagged by", "also flagged on fault",
-                  title=f"planted faults in {directory} under rule set {ruleset.name}")
+    table = Table("rule", "case", "fault flagged", "violations on fault", "clean twin flagged by", "also flagged on fault",
+                  title=f"planted faults in {directory} under rule set {ruleset.name} v{ruleset.version}")
     for result in results:
-        table.add_row(result.rule_id, "yes" if result.detected else Text("NO", style="bold red"),
+        table.add_row(result.rule_id, result.case or "-", "yes" if result.detected else Text("NO", style="bold red"),
                       str(result.fault_violations.get(result.rule_id, 0)),
                       Text(", ".join(result.false_flags) or "-", style="bold red" if result.false_flags else ""),
                       ", ".join(result.collateral) or "-")
     out.print(table)
     detected, total, false_flags = summary(results)
     missing = uncovered(results, ruleset)
-    out.print(f"detected {detected}/{total} faults; {false_flags} clean twins falsely flagged"
+    covered = coverage(results, ruleset)
+    fewest = min(covered["cases_per_rule"].values()) if covered["cases_per_rule"] else 0
+    out.print(f"detected {detected}/{total} faults ({100 * detected // max(total, 1)}%); {false_flags} clean twins "
+              f"falsely flagged; {covered['collateral']} fault runs also flagged by another rule; at least {fewest} "
+              f"cases per rule; patterns {len(covered['patterns'])}/{len(BEHAVIOUR_PATTERNS)}, "
+              f"checks {len(covered['checks'])}/{len(BINARY_CHECKS)} validated"
               + (f"; rules without a case: {', '.join(missing)}" if missing else ""))
     if detected < total or false_flags:
         raise typer.Exit(1)
+
+
+@app.command("rule-signal")
+def rule_signal(
+    rules: RulesOption = None,
+    db: DbOption = DEFAULT_DB,
+) -> None:
+    """Does a rule set carry signal on the stored runs? Per-rule applicability, sole deciders, AUC for resolution."""
+    from rules.loading import load_ruleset
+    from rules.signal import render
+
+    with _store(db) as store:
+        for line in render(store, load_ruleset(rules)):
+            out.print(line)
 
 
 @app.command()
@@ -347,17 +368,20 @@ def report(
                                                      "comparison and calibration intervals (default: theirs).")] = None,
     timelines: Annotated[bool, typer.Option("--timelines/--no-timelines", help="Include every run's timeline "
                                             "with its findings.")] = True,
+    min_coverage: MinCoverageOption = None,
+    aliases: AliasesOption = None,
     db: DbOption = DEFAULT_DB,
 ) -> None:
     """Write a static HTML report: comparison, calibration, charts and every run's timeline with its findings."""
     from engine.reporting import write_report
     from rules.loading import load_ruleset
 
+    threshold, identity = _analysis_filters(min_coverage, aliases)
     ruleset = load_ruleset(rules)
     with _store(db) as store:
         done = write_report(store, html, ruleset=ruleset, by=by, reference=reference,
                             candidates=tuple(candidates or ("judge", "rules")), seed=seed, allow_mixed=allow_mixed,
-                            resamples=resamples, run_pages=timelines)
+                            resamples=resamples, run_pages=timelines, min_coverage=threshold, identity=identity)
     out.print(Text(str(html)))
     out.print(Text(done.summary))
 
@@ -556,6 +580,24 @@ CompareByOption = Annotated[str, typer.Option("--by", help="Group runs by this p
                                             "harness_version, task_id, format, run_id, settings.<key>, labels.<key>.")]
 CompareAllowMixedOption = Annotated[bool, typer.Option("--allow-mixed", help="Pool runs whose settings differ within a "
                                                 "group (the output says which settings differ).")]
+MinCoverageOption = Annotated[Optional[str], typer.Option(
+    "--min-coverage", help="Leave out of process analyses the runs whose share of applicable rules "
+    "(rules_applicable / rules) is below this fraction (0.5, 1/2, 50%); they are listed apart.", show_default=False)]
+AliasesOption = Annotated[Optional[Path], typer.Option(
+    "--aliases", help="YAML or JSON mapping of raw or normalised model names to the group they belong to.",
+    show_default=False)]
+
+
+def _analysis_filters(min_coverage: str | None, aliases: Path | None):  # type: ignore[no-untyped-def]
+    """The parsed --min-coverage (exact) and the model identity of --aliases."""
+    from engine.analysis.graded_runs import parse_min_coverage
+    from engine.analysis.model_identity import ModelIdentity, load_aliases
+
+    try:
+        threshold = parse_min_coverage(min_coverage)
+    except ValueError as exc:
+        _fail(f"procgrade: {exc}", 2)
+    return threshold, (load_aliases(aliases) if aliases is not None else ModelIdentity())
 
 
 @app.command("compare")
@@ -567,6 +609,8 @@ def compare_command(
     resamples: Annotated[int, typer.Option("--resamples", min=1, help="Bootstrap resamples.")] = 9999,
     json_file: Annotated[Optional[Path], typer.Option("--json", help="Also write the comparison to FILE as "
                                                       "canonical JSON.")] = None,
+    min_coverage: MinCoverageOption = None,
+    aliases: AliasesOption = None,
     db: DbOption = DEFAULT_DB,
 ) -> None:
     """Process score against outcome per group: both rankings, Spearman and Kendall tau-b, and the rank flips."""
@@ -580,18 +624,56 @@ def compare_command(
         check_field(by)
     except ValueError as exc:
         _fail(f"procgrade: {exc}", 2)
+    threshold, identity = _analysis_filters(min_coverage, aliases)
     ruleset = load_ruleset(rules)
     with _store(db) as store:
         runs = load_runs(store, ruleset)
     if not runs:
         _fail("procgrade: no runs in the store")
     try:
-        result = compare(runs, by, allow_mixed=allow_mixed, seed=seed, n_resamples=resamples, ruleset=ruleset)
+        result = compare(runs, by, allow_mixed=allow_mixed, seed=seed, n_resamples=resamples, ruleset=ruleset,
+                         min_coverage=threshold, identity=identity)
     except MixedSettingsError as exc:
         _fail(f"procgrade: {exc}")
     _cmp_print_comparison(result)
     if json_file is not None:
         json_file.write_bytes(canonical_json(result.to_dict()) + b"\n")
+        out.print(Text(f"wrote {json_file}"))
+
+
+@app.command("associate")
+def associate_command(
+    by: CompareByOption = "system",
+    rules: RulesOption = None,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the AUC bootstrap intervals.")] = 0,
+    resamples: Annotated[int, typer.Option("--resamples", min=1, help="Bootstrap resamples.")] = 1999,
+    json_file: Annotated[Optional[Path], typer.Option("--json", help="Also write the result to FILE as "
+                                                      "canonical JSON.")] = None,
+    min_coverage: MinCoverageOption = None,
+    aliases: AliasesOption = None,
+    db: DbOption = DEFAULT_DB,
+) -> None:
+    """Which process behaviours predict outcome: per rule, violation rate in resolved vs unresolved runs and the
+    odds ratio with its exact interval, pooled and per group; and the process score's AUC for resolution."""
+    from engine.analysis.association import associate, render
+    from engine.analysis.comparison import check_field
+    from engine.analysis.dataset import load_runs
+    from rules.loading import load_ruleset
+
+    try:
+        check_field(by)
+    except ValueError as exc:
+        _fail(f"procgrade: {exc}", 2)
+    threshold, identity = _analysis_filters(min_coverage, aliases)
+    ruleset = load_ruleset(rules)
+    with _store(db) as store:
+        runs = load_runs(store, ruleset)
+    if not runs:
+        _fail("procgrade: no runs in the store")
+    result = associate(runs, by, seed=seed, n_resamples=resamples, min_coverage=threshold, identity=identity)
+    render(result, out)
+    if json_file is not None:
+        json_file.write_bytes(result.to_json() + b"\n")
         out.print(Text(f"wrote {json_file}"))
 
 
@@ -623,6 +705,12 @@ def outcomes_command(
     except MixedSettingsError as exc:
         _fail(f"procgrade: {exc}")
     _cmp_print_outcomes(groups, by, k)
+    from engine.analysis.comparison import runs_text
+    from engine.analysis.dataset import group_key
+
+    ungrouped = [r.run_id for r in runs if group_key(r, by) is None]
+    if ungrouped:
+        out.print(Text(f"no {by}, in no group: {runs_text(ungrouped, shown=5)}"))
     if json_file is not None:
         data = {"format": OUTCOME_FORMAT, "by": by, "allow_mixed": allow_mixed, "k": k,
                 "groups": [g.to_dict(k) for g in groups]}
@@ -691,10 +779,25 @@ def _cmp_print_comparison(result) -> None:  # type: ignore[no-untyped-def]
         out.print(Text("rank flips: none"))
     for group, why in result.excluded:
         out.print(Text(f"not ranked: {group}: {why}"))
-    for row in result.groups:
-        if row.without_process:
-            out.print(Text(f"{row.group}: no applicable process score: {', '.join(row.without_process)}"))
+    _cmp_print_left_out(result)
     _cmp_print_lists([row.outcome for row in result.groups], result.by)
+
+
+def _cmp_print_left_out(result) -> None:  # type: ignore[no-untyped-def]
+    """The runs left out of the comparison, by reason, and the graded runs with no group."""
+    from engine.analysis.comparison import runs_text
+
+    graded = sum(len(row.runs) for row in result.groups)
+    out.print(Text(f"runs compared: {graded} graded; {len(result.not_graded)} left out"
+                   + (f" (--min-coverage {result.to_dict()['min_coverage']})" if result.min_coverage is not None
+                      else "") + f"; {len(result.ungrouped)} graded without a {result.by}"))
+    by_reason: dict[str, list[str]] = {}
+    for entry in result.not_graded:
+        by_reason.setdefault(entry.reason, []).append(entry.run_id)
+    for reason, ids in by_reason.items():
+        out.print(Text(f"left out, {reason}: {runs_text(ids, shown=5)}"))
+    if result.ungrouped:
+        out.print(Text(f"no {result.by}, in no group: {runs_text(result.ungrouped, shown=5)}"))
 
 
 def _cmp_print_outcomes(groups, by: str, k: int) -> None:  # type: ignore[no-untyped-def]
@@ -727,7 +830,8 @@ def _cmp_print_lists(groups, by: str) -> None:  # type: ignore[no-untyped-def]
         name = group.group
         if summary is not None:
             if summary.interval_note:
-                out.print(Text(f"{name}: no interval: {summary.interval_note}"))
+                has = summary.pass_at_1_interval is not None
+                out.print(Text(f"{name}: {'interval' if has else 'no interval'}: {summary.interval_note}"))
             for item in summary.no_grade:
                 out.print(Text(f"{name}: no grade, left out of both scores: {item.build_id} plan {item.plan_id} "
                                f"(product {item.product})"))
@@ -764,14 +868,17 @@ def calibrate_command(
     bootstrap: Annotated[int, typer.Option("--bootstrap", min=1, help="Bootstrap resamples for rank-correlation "
                                            "and Bradley-Terry intervals.")] = 1000,
     json_file: Annotated[Optional[Path], typer.Option("--json", help="Also write the result as canonical JSON.")] = None,
+    min_coverage: MinCoverageOption = None,
+    aliases: AliasesOption = None,
     db: DbOption = DEFAULT_DB,
 ) -> None:
     """Calibrate automated grades (judge, rules) against human grades: agreement, kappa, error rates, ranks."""
     from engine.analysis.calibration import calibrate_store, render
 
+    threshold, identity = _analysis_filters(min_coverage, aliases)
     with _store(db) as store:
         result = calibrate_store(store, reference, candidate, layer=layer, by=by, rules=rules, seed=seed,
-                                 bootstrap=bootstrap)
+                                 bootstrap=bootstrap, min_coverage=threshold, identity=identity)
     render(result, out)
     if json_file is not None:
         json_file.write_bytes(result.to_json())

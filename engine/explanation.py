@@ -11,9 +11,12 @@ from rich.text import Text
 
 from engine.rescoring import run_findings
 from engine.scoring import display
+from engine.scoring import NOT_GRADED
 from engine.store import EventStore
+from engine.store.scores import ScoreStore
 from engine.timeline import describe
 from rules.loading import load_ruleset
+from rules.reasons import near_misses, vacuous_reason
 
 __all__ = ["explain_run"]
 
@@ -27,14 +30,22 @@ def explain_run(store: EventStore, run_id: str, rules_path: Path | None = None, 
     ruleset = load_ruleset(rules_path)
     findings, document = run_findings(store, ruleset, run_id)
     events = {event.seq: event for event in store.events(run_id)}
-    summary = Table("rule", "pattern", "fulfilled", "violated", "vacuous", "score",
-                    title=f"run {run_id} under rule set {ruleset.name}: process score "
-                          f"{display(document.process_score)}")
+    rows = list(ScoreStore(store).fact_rows(run_id))
+    shown_score = NOT_GRADED if document.process_score is None else display(document.process_score)
+    coverage = document.body.get("coverage")
+    covered = (f"; {coverage['rules_applicable']} of {coverage['rules']} rules applied, "
+               f"{coverage['judged_activations']} judged activations, {coverage['model_events']} model events"
+               if coverage else "")
+    summary = Table("rule", "pattern", "fulfilled", "violated", "vacuous", "score", "why nothing was judged",
+                    title=f"run {run_id} under rule set {ruleset.name} v{ruleset.version}: process score "
+                          f"{shown_score}{covered}")
+    by_id = {rule.id: rule for rule in ruleset.rules}
     for rule in document.body["rules"]:
         score = rule["score"]
+        reason = vacuous_reason(by_id[rule["id"]], findings[rule["id"]], rows) if score is None else None
         summary.add_row(rule["id"], rule["pattern"] or "-", str(rule["fulfilled"]), str(rule["violated"]),
                         str(rule["vacuous"]),
-                        "-" if score is None else f"{score['num']}/{score['den']}")
+                        "-" if score is None else f"{score['num']}/{score['den']}", reason or "")
     out: list[Any] = [summary]
     for rule in ruleset.rules:
         shown = [f for f in findings[rule.id] if show_all or f.verdict == "violated"]
@@ -50,5 +61,7 @@ def explain_run(store: EventStore, run_id: str, rules_path: Path | None = None, 
                 what = describe(event) if event is not None else "(not stored)"
                 actor = event.actor if event is not None else "?"
                 lines.append(Text(f"    seq {seq} [{actor}] {event.kind if event else ''}: {what}"))
+            for note in near_misses(rule, finding, rows):
+                lines.append(Text(f"    did not count: {note}", style="yellow"))
         out.append(Group(*lines))
     return out

@@ -12,6 +12,7 @@ import hashlib
 import posixpath
 from typing import Any
 
+from engine.command_io import command_io, normalised_command
 from engine.events import (
     AcceptanceVerdict,
     Command,
@@ -20,6 +21,7 @@ from engine.events import (
     FileEdit,
     FileRead,
     Grade,
+    RunEnded,
     JobFinished,
     JobPolled,
     JobStarted,
@@ -29,9 +31,13 @@ from engine.events import (
     WorkerReport,
 )
 
-__all__ = ["EXTRACTOR_VERSION", "FACT_COLUMNS", "extract_facts", "command_hash", "normal_path", "test_outcome", "verdict_outcome"]
+__all__ = ["EXTRACTOR_VERSION", "EXTRACTOR_VERSIONS", "area_of", "FACT_COLUMNS", "extract_facts", "command_hash", "normal_path", "test_outcome", "verdict_outcome"]
 
-EXTRACTOR_VERSION = "1"
+#: Version 2 added columns (``io_path``, ``io``, ``status``, ``area``, ``cmd_key``) and left
+#: every version-1 column as it was, so rule sets of version 1 read the same values.
+EXTRACTOR_VERSION = "2"
+#: Extractor versions whose rule sets this engine still evaluates (archived scores re-verify).
+EXTRACTOR_VERSIONS = ("1", "2")
 
 #: Column name -> SQL type family ("text" or "int"). Order is the column order in the store.
 FACT_COLUMNS: dict[str, str] = {
@@ -49,6 +55,12 @@ FACT_COLUMNS: dict[str, str] = {
     "tests_failed": "int",
     "tests_errored": "int",
     "context_count": "int",
+    # extractor 2
+    "io_path": "text",   # the file a read reads, a job writes (derived from the command line when needed)
+    "io": "text",        # read / job_started / job_finished
+    "status": "text",    # how a run ended (run_ended.status)
+    "area": "text",      # top-level part of a read or edited path ("." for the workspace root)
+    "cmd_key": "text",   # identity of a command line after normalisation (cd/env/timeout/bash -c dropped)
 }
 
 _EMPTY: tuple[Any, ...] = (None,) * len(FACT_COLUMNS)
@@ -61,6 +73,19 @@ def normal_path(path: str | None) -> str | None:
     if path is None:
         return None
     return posixpath.normpath(path)
+
+
+def area_of(path: str | None) -> str | None:
+    """The top-level part of a normalised path: ``src`` for ``src/a/b.py``, ``.`` for a file at
+    the workspace root, ``/etc`` for ``/etc/hosts``, ``..`` for anything above the workspace."""
+    if path is None:
+        return None
+    if path.startswith("../") or path == "..":
+        return ".."
+    if path.startswith("/"):
+        parts = path.split("/")
+        return "/" + parts[1] if len(parts) > 2 else "/"
+    return path.split("/", 1)[0] if "/" in path else "."
 
 
 def command_hash(command: str) -> str:
@@ -120,25 +145,46 @@ def _exit_outcome_of(event: Any) -> str | None:
     return _exit_outcome(event.exit_code)
 
 
+def _key_of_command(event: Any) -> str | None:
+    return None if event.command is None else command_hash(normalised_command(event.command))
+
+
+def _command_io_path(event: Any) -> str | None:
+    return normal_path(command_io(event.command).path)
+
+
+def _command_io(event: Any) -> str | None:
+    return command_io(event.command).role
+
+
+def _job_output(event: Any) -> str | None:
+    return normal_path(event.output_path if event.output_path is not None else command_io(event.command).path)
+
+
 _EXTRACTORS: dict[type[Event], Any] = {
-    FileRead: _extractor(path=lambda e: normal_path(e.path)),
+    FileRead: _extractor(path=lambda e: normal_path(e.path), io_path=lambda e: normal_path(e.path),
+                         io=lambda e: "read", area=lambda e: area_of(normal_path(e.path))),
     FileEdit: _extractor(path=lambda e: normal_path(e.path), new_path=lambda e: normal_path(e.new_path),
-                         edit_kind=lambda e: e.edit_kind),
+                         edit_kind=lambda e: e.edit_kind, area=lambda e: area_of(normal_path(e.path))),
     Command: _extractor(command=lambda e: e.command, cmd_hash=_hash_of_command,
-                        exit_code=lambda e: e.exit_code, outcome=_exit_outcome_of),
+                        exit_code=lambda e: e.exit_code, outcome=_exit_outcome_of,
+                        io_path=_command_io_path, io=_command_io, cmd_key=_key_of_command),
     TestRun: _extractor(command=lambda e: e.command, cmd_hash=_hash_of_command, exit_code=lambda e: e.exit_code,
                         outcome=test_outcome, tests_passed=lambda e: e.passed, tests_failed=lambda e: e.failed,
-                        tests_errored=lambda e: e.errored),
+                        tests_errored=lambda e: e.errored, cmd_key=_key_of_command),
     Message: _extractor(intent=lambda e: e.intent),
     Delegation: _extractor(worker_id=lambda e: e.worker_id, context_count=lambda e: len(e.context or ())),
     # The report's primary evidence (the first path it cites) is what must be re-read.
     WorkerReport: _extractor(worker_id=lambda e: e.worker_id, outcome=lambda e: e.status,
                              path=lambda e: normal_path(e.evidence[0]) if e.evidence else None),
     JobStarted: _extractor(job_id=lambda e: e.job_id, command=lambda e: e.command, cmd_hash=_hash_of_command,
-                           path=lambda e: normal_path(e.output_path)),
+                           path=lambda e: normal_path(e.output_path), io_path=_job_output, io=lambda e: "job_started",
+                           cmd_key=_key_of_command),
     JobPolled: _extractor(job_id=lambda e: e.job_id),
     JobFinished: _extractor(job_id=lambda e: e.job_id, exit_code=lambda e: e.exit_code, outcome=_exit_outcome_of,
-                            path=lambda e: normal_path(e.output_path)),
+                            path=lambda e: normal_path(e.output_path), io_path=lambda e: normal_path(e.output_path),
+                            io=lambda e: "job_finished"),
+    RunEnded: _extractor(status=lambda e: e.status),
     AcceptanceVerdict: _extractor(outcome=verdict_outcome, tests_passed=lambda e: e.passed,
                                   tests_failed=lambda e: e.failed, tests_errored=lambda e: e.errored),
     TestResult: _extractor(outcome=lambda e: e.outcome),

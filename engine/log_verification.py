@@ -17,7 +17,8 @@ from engine.canonical import canonical_json, sha256_hex
 from engine.chain import GENESIS, link
 from engine.facts import extract_facts
 from engine.store import EventStore
-from engine.stored import FACT_SLICE, header_bytes, to_event
+from engine.stages import StageTracker
+from engine.stored import FACT_SLICE, IN_STAGE, header_bytes, to_event
 
 __all__ = ["LogVerification", "verify_log"]
 
@@ -38,6 +39,7 @@ def verify_log(store: EventStore, run_id: str, *, max_problems: int = 20) -> Log
     report = LogVerification(run_id)
     prev = GENESIS
     expected_seq = 0
+    stages = StageTracker(strict=False)  # lenient as the migration: logs stored before derivation agree
     for row in store.stored_events(run_id):
         seq = row[1]
         if len(report.problems) >= max_problems:
@@ -58,6 +60,9 @@ def verify_log(store: EventStore, run_id: str, *, max_problems: int = 20) -> Log
             report.problems.append(f"seq {seq}: payload does not match its stored sha256")
         if tuple(row[FACT_SLICE]) != extract_facts(event):
             report.problems.append(f"seq {seq}: typed fact columns differ from the event's facts")
+        in_stage = stages.step(event.seq, event.kind, event.actor, event.stage)
+        if row[IN_STAGE] != in_stage:
+            report.problems.append(f"seq {seq}: derived stage column is {row[IN_STAGE]}, the log gives {in_stage}")
         expected = link(prev, header_bytes(event))
         if expected != row[-1]:
             report.problems.append(f"seq {seq}: hash mismatch (stored {row[-1][:12]}, recomputed {expected[:12]})")

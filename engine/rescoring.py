@@ -19,14 +19,13 @@ import orjson
 
 from engine.canonical import canonical_json
 from engine.errors import ProcgradeError
-from engine.facts import EXTRACTOR_VERSION
 from engine.scoring import ScoreDocument, score_document, score_run
 from engine.store import EventStore, open_store
 from engine.store.scores import ScoreStore, StoredScore
 from engine.version import __version__ as ENGINE_VERSION
 from rules.identity import ruleset_document, ruleset_hash
-from rules.model import RuleSet
-from rules.monitor import SEMANTICS_VERSION, Finding, RunMonitor
+from rules.model import SEMANTICS, RuleSet
+from rules.monitor import Finding, RunMonitor
 
 __all__ = ["ScoreOutcome", "Drift", "score_runs", "verify_scores", "ruleset_from_body", "compute_score", "run_findings"]
 
@@ -65,7 +64,7 @@ def run_findings(store: EventStore, ruleset: RuleSet, run_id: str) -> tuple[dict
         monitor.feed(rows)
     findings = monitor.finish()
     document = score_document(ruleset, findings, run_id=run_id, head_hash=info.head_hash or "",
-                              event_count=info.event_count)
+                              event_count=info.event_count, model_events=monitor.model_events)
     return findings, document
 
 
@@ -145,12 +144,15 @@ def _document_from(fields: tuple[Any, ...], ruleset: RuleSet, digest: str) -> Sc
 def ruleset_from_body(body: str) -> RuleSet:
     """Rebuild a stored rule set (its canonical body) for this engine."""
     document = orjson.loads(body)
-    if (document.get("semantics_version"), document.get("extractor_version")) != (SEMANTICS_VERSION, EXTRACTOR_VERSION):
+    pair = (document.get("semantics_version"), document.get("extractor_version"))
+    semantics = next((number for number, version in SEMANTICS.items() if (version, version) == pair), None)
+    if semantics is None:
         raise ProcgradeError(
             f"rule set {document.get('name')} was stored under template semantics "
-            f"{document.get('semantics_version')} and extractor {document.get('extractor_version')}; this engine "
-            f"has {SEMANTICS_VERSION} and {EXTRACTOR_VERSION}")
-    return RuleSet.model_validate({k: document[k] for k in ("name", "version", "description", "rules")})
+            f"{pair[0]} and extractor {pair[1]}; this engine evaluates "
+            + ", ".join(f"semantics {v} with extractor {v}" for v in SEMANTICS.values()))
+    return RuleSet.model_validate({**{k: document[k] for k in ("name", "version", "description", "rules")},
+                                   "semantics": semantics})
 
 
 def verify_scores(store: EventStore, run_ids: Sequence[str] | None = None) -> tuple[int, list[Drift]]:

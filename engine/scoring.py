@@ -18,19 +18,31 @@ from typing import Any
 
 from engine.version import __version__ as ENGINE_VERSION
 from engine.canonical import canonical_json, sha256_hex
-from engine.facts import EXTRACTOR_VERSION
-from rules.identity import rule_hash, ruleset_hash
+from rules.identity import rule_hash, ruleset_hash, versions_of
 from rules.model import BEHAVIOUR_PATTERNS, BINARY_CHECKS, RuleSet
-from rules.monitor import SEMANTICS_VERSION, Finding, RunMonitor, Tally
+from rules.monitor import Finding, RunMonitor, Tally
 
-__all__ = ["ScoreDocument", "score_run", "score_document", "FORMULA", "DOCUMENT_FORMAT", "rational", "display"]
+__all__ = ["ScoreDocument", "score_run", "score_document", "FORMULA", "FORMULA_2", "DOCUMENT_FORMAT",
+           "DOCUMENT_FORMATS", "rational", "display", "NOT_GRADED"]
 
-DOCUMENT_FORMAT = "procgrade.score/1"
+#: The document layout of each template semantics: rule sets of semantics 1 (scored before
+#: issue 10) keep format 1 byte for byte; semantics 2 adds ``coverage``.
+DOCUMENT_FORMATS = {1: "procgrade.score/1", 2: "procgrade.score/2"}
+DOCUMENT_FORMAT = DOCUMENT_FORMATS[2]
+#: How people are told a null process score.
+NOT_GRADED = "not graded: no model decisions"
 FORMULA = (
     "rule_score(r) = fulfilled(r) / (fulfilled(r) + violated(r)); "
     "process_score = sum(weight(r) * rule_score(r)) / sum(weight(r)) over rules r with fulfilled(r) + violated(r) > 0; "
     "pattern and check subtotals use the same formula over their rules; vacuous activations count in neither; "
     "null when no rule applies"
+)
+FORMULA_2 = (
+    "rule_score(r) = fulfilled(r) / (fulfilled(r) + violated(r)); a rule applies when fulfilled(r) + violated(r) > 0; "
+    "process_score = sum(weight(r) * rule_score(r)) / sum(weight(r)) over the rules that apply; "
+    "pattern and check subtotals use the same formula over their rules; vacuous activations count in neither "
+    "(a scope-level rule is vacuous where what it guards did not happen); "
+    "null (not graded: no model decisions) when no rule applies"
 )
 
 
@@ -74,7 +86,7 @@ def _weighted(entries: list[tuple[int, Fraction | None]]) -> Fraction | None:
 
 def score_document(
     ruleset: RuleSet, findings: dict[str, list[Finding]], *, run_id: str, head_hash: str, event_count: int,
-    ruleset_digest: str | None = None, tallies: dict[str, Tally] | None = None,
+    ruleset_digest: str | None = None, tallies: dict[str, Tally] | None = None, model_events: int = 0,
 ) -> ScoreDocument:
     """Assemble the canonical score document from a run's findings (all of them, or the
     violations plus ``tallies`` counting the rest)."""
@@ -117,21 +129,29 @@ def score_document(
         name: _subtotal(name, [r for r in ruleset.rules if name in r.checks], rule_scores)
         for name in BINARY_CHECKS
     }
+    semantics_version, extractor_version = versions_of(ruleset)
     body = {
-        "format": DOCUMENT_FORMAT,
+        "format": DOCUMENT_FORMATS[ruleset.semantics],
         "run_id": run_id,
         "run_head_hash": head_hash,
         "run_event_count": event_count,
         "ruleset": {"name": ruleset.name, "version": ruleset.version, "hash": digest},
         "engine_version": ENGINE_VERSION,
-        "semantics_version": SEMANTICS_VERSION,
-        "extractor_version": EXTRACTOR_VERSION,
+        "semantics_version": semantics_version,
+        "extractor_version": extractor_version,
         "rules": rules_out,
         "patterns": patterns,
         "checks": checks,
         "process_score": rational(process),
-        "formula": FORMULA,
+        "formula": FORMULA if ruleset.semantics == 1 else FORMULA_2,
     }
+    if ruleset.semantics >= 2:
+        body["coverage"] = {
+            "rules": len(rules_out),
+            "rules_applicable": sum(1 for r in rules_out if r["fulfilled"] + r["violated"] > 0),
+            "judged_activations": sum(r["fulfilled"] + r["violated"] for r in rules_out),
+            "model_events": model_events,
+        }
     return ScoreDocument(run_id, digest, ENGINE_VERSION, head_hash, event_count, process, body, canonical_json(body))
 
 
@@ -162,4 +182,4 @@ def score_run(
         monitor.feed(rows)
     findings = monitor.finish()
     return score_document(ruleset, findings, run_id=run_id, head_hash=head_hash, event_count=event_count,
-                          ruleset_digest=ruleset_digest, tallies=monitor.tallies())
+                          ruleset_digest=ruleset_digest, tallies=monitor.tallies(), model_events=monitor.model_events)

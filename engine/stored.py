@@ -17,16 +17,20 @@ from engine.chain import link
 from engine.events import Event, event_adapter
 from engine.facts import FACT_COLUMNS, extract_facts
 
-__all__ = ["STORED_COLUMNS", "FACT_SLICE", "StoredEvent", "to_stored", "to_event", "header_bytes"]
+__all__ = ["STORED_COLUMNS", "DERIVED_COLUMNS", "FACT_SLICE", "IN_STAGE", "StoredEvent", "to_stored", "to_event", "header_bytes"]
 
 _ENVELOPE = ("run_id", "seq", "event_id", "ts", "kind", "actor", "stage", "parent_seq")
 _TRAILER = ("facts", "payload", "payload_sha256", "hash")
+#: Columns derived from the run rather than the event alone (see engine.stages).
+DERIVED_COLUMNS: tuple[str, ...] = ("in_stage",)
 #: Column order of the events table as the bulk paths write it.
-STORED_COLUMNS: tuple[str, ...] = _ENVELOPE + tuple(FACT_COLUMNS) + _TRAILER
+STORED_COLUMNS: tuple[str, ...] = _ENVELOPE + tuple(FACT_COLUMNS) + DERIVED_COLUMNS + _TRAILER
 _envelope_of = operator.attrgetter(*_ENVELOPE)
 _NOT_FACTS = frozenset(_ENVELOPE) | {"payload_sha256"}
 #: Where the typed fact columns sit in a stored row.
 FACT_SLICE = slice(len(_ENVELOPE), len(_ENVELOPE) + len(FACT_COLUMNS))
+#: Where the derived stage sits in a stored row.
+IN_STAGE = len(_ENVELOPE) + len(FACT_COLUMNS)
 
 
 class StoredEvent(NamedTuple):
@@ -76,14 +80,15 @@ def header_bytes(event: Event) -> bytes:
     return _canonical(event, _header(event)[0])
 
 
-def to_stored(event: Event, prev_hash: str) -> StoredEvent:
-    """The row for ``event`` chained after ``prev_hash``."""
+def to_stored(event: Event, prev_hash: str, in_stage: int | None = None) -> StoredEvent:
+    """The row for ``event`` chained after ``prev_hash``; ``in_stage`` is its derived stage
+    (:mod:`engine.stages`; not part of the hash, which covers the event as given)."""
     header, payload, payload_sha = _header(event)
     event_hash = link(prev_hash, _canonical(event, header))
     fact_fields = {k: v for k, v in header.items() if k not in _NOT_FACTS}
     facts = faithful_json(fact_fields) if event.FREE_FORM_FIELDS else canonical_json_of_typed(fact_fields)
     return StoredEvent(
-        _envelope_of(event) + extract_facts(event) + (facts.decode(), payload.decode(), payload_sha, event_hash)
+        _envelope_of(event) + extract_facts(event) + (in_stage, facts.decode(), payload.decode(), payload_sha, event_hash)
     )
 
 

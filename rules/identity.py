@@ -11,14 +11,15 @@ from __future__ import annotations
 from typing import Any
 
 from engine.canonical import canonical_json, sha256_hex
-from engine.facts import EXTRACTOR_VERSION
-from rules.model import RuleSet
-from rules.monitor import SEMANTICS_VERSION
+from rules.model import SEMANTICS, RuleSet
 
-__all__ = ["normalised_rule", "rule_hash", "ruleset_document", "ruleset_hash"]
+__all__ = ["normalised_rule", "rule_hash", "ruleset_document", "ruleset_hash", "versions_of"]
 
 _SET_KEYS = {"kind", "actor", "present", "absent", "checks"}
-_ROLE_KEYS = {"activation", "target", "reset", "deadline", "match", "require"}
+_ROLE_KEYS = {"activation", "target", "reset", "deadline", "match", "require", "applies_if"}
+#: Fields added after rule set v1 was hashed, with their defaults: left out of a rule's
+#: normal form while at the default, so every v1 rule keeps the hash it was stored under.
+_LATER_DEFAULTS = {"applies_if": None, "open_at_end": "violated", "not_prefix": {}}
 
 
 def _as_sorted_set(value: Any) -> list[Any]:
@@ -32,7 +33,7 @@ def _normalise(value: Any, key: str | None = None) -> Any:
     shorthand is expanded."""
     if key in _SET_KEYS and value is not None:
         return _as_sorted_set(value)
-    if key in ("equals", "prefix"):
+    if key in ("equals", "prefix", "not_prefix"):
         return {column: _as_sorted_set(wanted) for column, wanted in value.items()}
     if key in _ROLE_KEYS and value is not None:
         predicates = value if isinstance(value, list) else [value]
@@ -49,7 +50,23 @@ def _normalise(value: Any, key: str | None = None) -> Any:
 
 
 def normalised_rule(rule: Any) -> dict[str, Any]:
-    return _normalise(rule.model_dump(mode="json"))
+    return _normalise(_without_later_defaults(rule.model_dump(mode="json")))
+
+
+def _without_later_defaults(value: Any) -> Any:
+    """Drop fields added after v1 (rules' and predicates') while they hold their default."""
+    if isinstance(value, dict):
+        return {k: _without_later_defaults(v) for k, v in value.items()
+                if not (k in _LATER_DEFAULTS and v == _LATER_DEFAULTS[k])}
+    if isinstance(value, list):
+        return [_without_later_defaults(v) for v in value]
+    return value
+
+
+def versions_of(ruleset: RuleSet) -> tuple[str, str]:
+    """(template semantics, fact-extractor version) the set is evaluated with."""
+    version = SEMANTICS[ruleset.semantics]
+    return version, version
 
 
 def rule_hash(rule: Any) -> str:
@@ -63,8 +80,8 @@ def ruleset_document(ruleset: RuleSet) -> dict[str, Any]:
         "version": ruleset.version,
         "description": ruleset.description,
         "rules": sorted((normalised_rule(r) for r in ruleset.rules), key=lambda r: r["id"]),
-        "semantics_version": SEMANTICS_VERSION,
-        "extractor_version": EXTRACTOR_VERSION,
+        "semantics_version": versions_of(ruleset)[0],
+        "extractor_version": versions_of(ruleset)[1],
     }
 
 

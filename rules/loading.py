@@ -72,7 +72,7 @@ def _plain(node: Any) -> Any:
 
 _TEMPLATE_TAGS = {
     "count", "existence", "absence", "precedence", "precedence_since", "response", "chain_response",
-    "chain_precedence", "no_repeat", "not_coexistence", "satisfies",
+    "chain_precedence", "no_repeat", "not_coexistence", "satisfies", "distinct",
 }
 
 

@@ -30,6 +30,7 @@ __all__ = [
     "TEMPLATES",
     "BEHAVIOUR_PATTERNS",
     "BINARY_CHECKS",
+    "SEMANTICS",
     "ruleset_json_schema",
 ]
 
@@ -55,7 +56,7 @@ BINARY_CHECKS = (
 
 Field_ = Literal[tuple(FACT_COLUMNS)]  # type: ignore[valid-type]
 TextField = Literal[tuple(name for name, kind in FACT_COLUMNS.items() if kind == "text")]  # type: ignore[valid-type]
-IntField = Literal[tuple(["stage"] + [name for name, kind in FACT_COLUMNS.items() if kind == "int"])]  # type: ignore[valid-type]
+IntField = Literal[tuple(["stage", "in_stage"] + [name for name, kind in FACT_COLUMNS.items() if kind == "int"])]  # type: ignore[valid-type]
 EventKind = Literal[tuple(sorted(EVENT_KINDS))]  # type: ignore[valid-type]
 Identifier = Annotated[str, Field(pattern=r"^[a-z][a-z0-9_-]{0,63}$")]
 
@@ -90,6 +91,8 @@ class Predicate(_Strict):
         default_factory=dict, description="Column equals the value, or is one of the listed values.")
     prefix: dict[TextField, list[Annotated[str, Field(min_length=1)]]] = Field(
         default_factory=dict, description="Text column starts with one of the listed prefixes.")
+    not_prefix: dict[TextField, list[Annotated[str, Field(min_length=1)]]] = Field(
+        default_factory=dict, description="Text column is NULL or starts with none of the listed prefixes.")
     present: list[Field_] = Field(default_factory=list, description="Columns that must not be NULL.")
     absent: list[Field_] = Field(default_factory=list, description="Columns that must be NULL.")
     compare: list[Comparison] = Field(default_factory=list, description="Integer comparisons, all of which hold.")
@@ -167,11 +170,19 @@ class _Correlated(_RuleBase):
         return Correlation(activation=self.correlate)
 
 
+_APPLIES_IF = Field(
+    default=None,
+    description="Semantics 2: a scope is judged only if an event matching this occurred in it (otherwise its "
+                "finding is vacuous). Default: absence rules apply where the model did what they guard (a model "
+                "event of a kind the rule matches); count and existence rules where the model did anything.")
+
+
 class CountRule(_RuleBase):
     """Per scope (the run, or each stage): the number of matching events lies in [min, max]."""
 
     template: Literal["count"]
     match: AnyOf
+    applies_if: AnyOf | None = _APPLIES_IF
     min: Annotated[int, Field(ge=0)] = 0
     max: Annotated[int, Field(ge=0)] | None = None
 
@@ -187,6 +198,7 @@ class ExistenceRule(_RuleBase):
 
     template: Literal["existence"]
     match: AnyOf
+    applies_if: AnyOf | None = _APPLIES_IF
 
 
 class AbsenceRule(_RuleBase):
@@ -194,6 +206,7 @@ class AbsenceRule(_RuleBase):
 
     template: Literal["absence"]
     match: AnyOf
+    applies_if: AnyOf | None = _APPLIES_IF
 
 
 class PrecedenceRule(_Correlated):
@@ -225,6 +238,10 @@ class ResponseRule(_Correlated):
     target: AnyOf
     within: Annotated[int, Field(ge=1)] | None = None
     deadline: AnyOf | None = None
+    open_at_end: Literal["violated", "vacuous"] = Field(
+        default="violated",
+        description="An activation still waiting when its scope ends (no target, no deadline): violated, or "
+                    "vacuous when only a deadline can make it wrong (nothing depended on it).")
 
 
 class ChainResponseRule(_RuleBase):
@@ -260,6 +277,18 @@ class NotCoexistenceRule(_RuleBase):
     target: AnyOf
 
 
+class DistinctRule(_RuleBase):
+    """Per scope: among matching events in the first ``early_percent`` percent of the model's
+    events (by seq), at most ``max`` distinct values of ``key`` (e.g. files edited early).
+    A scope with no matching event in that window is vacuous."""
+
+    template: Literal["distinct"]
+    match: AnyOf
+    key: Field_  # type: ignore[valid-type]
+    max: Annotated[int, Field(ge=0)]
+    early_percent: Annotated[int, Field(ge=1, le=100)] = 100
+
+
 class SatisfiesRule(_RuleBase):
     """Each activation also matches ``require`` (a property of the event itself)."""
 
@@ -271,14 +300,22 @@ class SatisfiesRule(_RuleBase):
 Rule = Annotated[
     Union[
         CountRule, ExistenceRule, AbsenceRule, PrecedenceRule, PrecedenceSinceRule, ResponseRule,
-        ChainResponseRule, ChainPrecedenceRule, NoRepeatRule, NotCoexistenceRule, SatisfiesRule,
+        ChainResponseRule, ChainPrecedenceRule, NoRepeatRule, NotCoexistenceRule, SatisfiesRule, DistinctRule,
     ],
     Field(discriminator="template"),
 ]
 TEMPLATES = (
     "count", "existence", "absence", "precedence", "precedence_since", "response",
-    "chain_response", "chain_precedence", "no_repeat", "not_coexistence", "satisfies",
+    "chain_response", "chain_precedence", "no_repeat", "not_coexistence", "satisfies", "distinct",
 )
+#: Template semantics this engine evaluates -> the fact-extractor version rule sets of it read.
+#: Semantics 1 (rule set v1, before issue 10): scope ``stage`` reads each event's own ``stage``;
+#: count/existence/absence judge every scope. Semantics 2: scope ``stage`` reads the stage derived
+#: from the log (``in_stage``); scope-level rules judge a scope only where they apply (``applies_if``).
+SEMANTICS = {1: "1", 2: "2"}
+#: What semantics 1 cannot say (added with semantics 2 / extractor 2).
+_SEMANTICS_2_ONLY = frozenset({"not_prefix", "applies_if", "open_at_end", "distinct", "early_percent", "in_stage",
+                               "io_path", "io", "status", "area", "cmd_key"})
 
 
 class RuleSet(_Strict):
@@ -287,7 +324,20 @@ class RuleSet(_Strict):
     name: Identifier
     version: Annotated[int, Field(ge=1)]
     description: str | None = None
+    semantics: Literal[1, 2] = Field(
+        default=2, description="Template semantics (and fact-extractor version) the set is evaluated with; "
+                               "1 reproduces rule sets scored before issue 10.")
     rules: Annotated[list[Rule], Field(min_length=1)]
+
+    @model_validator(mode="after")
+    def _semantics_fit(self) -> "RuleSet":
+        if self.semantics == 1:
+            for index, rule in enumerate(self.rules):
+                used = _names_used(rule.model_dump(mode="json", exclude_defaults=True))
+                late = sorted(used & _SEMANTICS_2_ONLY)
+                if late:
+                    raise ValueError(f"rules[{index}] ({rule.id}): {', '.join(late)} need semantics 2")
+        return self
 
     @field_validator("rules")
     @classmethod
@@ -298,6 +348,21 @@ class RuleSet(_Strict):
                 raise ValueError(f"rule id {rule.id!r} is used twice")
             seen.add(rule.id)
         return rules
+
+
+def _names_used(value: object) -> set[str]:
+    """Every key and string value in a dumped rule (to find what a semantics cannot say)."""
+    found: set[str] = set()
+    if isinstance(value, dict):
+        for key, item in value.items():
+            found.add(key)
+            found |= _names_used(item)
+    elif isinstance(value, list):
+        for item in value:
+            found |= _names_used(item)
+    elif isinstance(value, str):
+        found.add(value)
+    return found
 
 
 def ruleset_json_schema() -> dict:

@@ -6,8 +6,16 @@ Semantics shared by every template (the SQL back-end implements the same):
   activation against what came strictly before it, then lets it act as target,
   reset or deadline for later events (response rules resolve earlier pending
   activations with the event first).
-- Scope ``run`` is one partition. Scope ``stage`` partitions events by their
-  ``stage`` column; events without a stage are outside every stage and ignored.
+- Scope ``run`` is one partition. Scope ``stage`` partitions events by their stage:
+  under semantics 1 the event's own ``stage``, under semantics 2 the stage derived from
+  the log (``in_stage``, see :mod:`engine.stages`); events without one are outside every
+  stage and ignored.
+- Applicability (semantics 2): a scope-level template (count, existence, absence) judges
+  a partition only if an ``applies_if`` event occurred in it (default: for absence, a
+  model event of a kind the rule matches; for count and existence, any model event);
+  otherwise the partition's finding is vacuous and cites nothing. ``distinct`` judges a
+  partition only if a matching event lies in its window. A ``response`` with
+  ``open_at_end: vacuous`` leaves an activation nothing resolved vacuous (citing it).
 - Correlation: activation and target (and reset, when asked) must agree on the
   named columns; an activation whose key is NULL is vacuous, a target whose key
   is NULL relates to nothing.
@@ -37,6 +45,7 @@ from rules.model import (
     ChainPrecedenceRule,
     ChainResponseRule,
     CountRule,
+    DistinctRule,
     ExistenceRule,
     NoRepeatRule,
     NotCoexistenceRule,
@@ -47,12 +56,12 @@ from rules.model import (
     SatisfiesRule,
     as_list,
 )
-from rules.predicates import COLUMN, SEQ, STAGE, compile_any, kinds_of
+from rules.predicates import ACTOR, COLUMN, SEQ, STAGE, actor_matches, compile_any, kinds_of
 
 __all__ = ["Finding", "Tally", "SEMANTICS_VERSION", "evaluate", "RunMonitor", "MAX_CITED"]
 
 #: Bumped whenever any template's meaning changes; part of every rule-set hash.
-SEMANTICS_VERSION = "1"
+SEMANTICS_VERSION = "2"
 #: Scope-level findings cite at most this many matching seqs (the first ones).
 MAX_CITED = 8
 
@@ -84,17 +93,20 @@ class Tally:
 class _Monitor:
     """Base: one rule's state over one run."""
 
-    def __init__(self, rule: Any) -> None:
+    def __init__(self, rule: Any, semantics: int = 2) -> None:
         self.rule = rule
         self.id = rule.id
+        self.semantics = semantics
         self.stage_scoped = rule.scope == "stage"
+        #: Where a row's stage is read: the event's own (semantics 1) or the derived one.
+        self.stage_col = STAGE if semantics == 1 else COLUMN["in_stage"]
         self.findings: list[Finding] = []
         self.tally: Tally | None = None  # set by count_only()
 
     def partition(self, row: tuple[Any, ...]) -> tuple[bool, Any]:
         """(in scope, partition key) of ``row``."""
         if self.stage_scoped:
-            stage = row[STAGE]
+            stage = row[self.stage_col]
             return stage is not None, stage
         return True, None
 
@@ -147,16 +159,27 @@ class _Monitor:
 
 
 class _Count(_Monitor):
-    def __init__(self, rule: Any, low: int, high: int | None) -> None:
-        super().__init__(rule)
+    def __init__(self, rule: Any, low: int, high: int | None, semantics: int = 2) -> None:
+        super().__init__(rule, semantics)
         self.match = compile_any(as_list(rule.match), "model")
         self.low, self.high = low, high
         self.matched: dict[Any, list[int]] = {}
         self.partitions: set[Any] = set() if self.stage_scoped else {None}
         self._kinds = kinds_of(as_list(rule.match))
+        #: Semantics 2: the applicability guard (None: every partition is judged).
+        self.guard: Any = None
+        self.guard_any_model = False
+        self.applicable: set[Any] = set()
+        if semantics >= 2:
+            guard = applicability_guard(rule)
+            if guard is None:
+                self.guard_any_model = True
+            else:
+                self.guard = compile_any(guard, "model")
+                self._kinds = self._kinds | kinds_of(guard)
 
     def kinds(self) -> set[str]:
-        return {_ALL} if self.stage_scoped else self._kinds
+        return {_ALL} if (self.stage_scoped or self.guard_any_model) else self._kinds
 
     def _on(self, row: tuple[Any, ...]) -> None:
         inside, part = self.partition(row)
@@ -165,19 +188,43 @@ class _Count(_Monitor):
         self.partitions.add(part)
         if self.match(row):
             self.matched.setdefault(part, []).append(row[SEQ])
+        if self.guard_any_model:
+            if actor_matches(row[ACTOR], ("model",)):
+                self.applicable.add(part)
+        elif self.guard is not None and self.guard(row):
+            self.applicable.add(part)
 
     def finish(self) -> None:
+        judged_all = self.semantics < 2
         for part in sorted(self.partitions, key=lambda p: -1 if p is None else p):
+            if not judged_all and part not in self.applicable:
+                self.emit(VACUOUS, None, part)
+                continue
             seqs = self.matched.get(part, [])
             ok = len(seqs) >= self.low and (self.high is None or len(seqs) <= self.high)
             self.emit(FULFILLED if ok else VIOLATED, None, part, *seqs[:MAX_CITED])
 
 
+def applicability_guard(rule: Any) -> list[Any] | None:
+    """What makes a scope-level rule applicable under semantics 2: its ``applies_if``; by
+    default, for absence, the model doing a kind of thing the rule matches; None meaning
+    "any model event" (count and existence)."""
+    from rules.model import AbsenceRule, Predicate
+
+    explicit = getattr(rule, "applies_if", None)
+    if explicit is not None:
+        return as_list(explicit)
+    if isinstance(rule, AbsenceRule):
+        kinds = sorted({k for p in as_list(rule.match) for k in p.kinds()})
+        return [Predicate(kind=kinds, actor="model")]
+    return None
+
+
 class _Keyed(_Monitor):
     """Templates with an optional correlation key."""
 
-    def __init__(self, rule: Any) -> None:
-        super().__init__(rule)
+    def __init__(self, rule: Any, semantics: int = 2) -> None:
+        super().__init__(rule, semantics)
         corr = rule.correlation()
         self.a_key = COLUMN[corr.activation] if corr else None
         #: A target relates by any of these columns; None when the rule is not correlated.
@@ -205,8 +252,8 @@ class _Keyed(_Monitor):
 
 
 class _Precedence(_Keyed):
-    def __init__(self, rule: PrecedenceRule) -> None:
-        super().__init__(rule)
+    def __init__(self, rule: PrecedenceRule, semantics: int = 2) -> None:
+        super().__init__(rule, semantics)
         self.activation = compile_any(as_list(rule.activation), "model")
         self.target = compile_any(as_list(rule.target), "any")
         self.last_target: dict[tuple[Any, Any], int] = {}
@@ -218,10 +265,11 @@ class _Precedence(_Keyed):
         if act is None and tgt is None:
             return None
         stage_scoped, a_key, target_keys, t_single = self.stage_scoped, self.a_key, self.target_keys, self.t_single
+        stage_col = self.stage_col
         only_first, judged, last_target, emit = self.rule.only_first, self.judged, self.last_target, self.emit
 
         def on(row: tuple[Any, ...]) -> None:
-            part = row[STAGE] if stage_scoped else None
+            part = row[stage_col] if stage_scoped else None
             if stage_scoped and part is None:
                 return
             seq = row[SEQ]
@@ -246,8 +294,8 @@ class _Precedence(_Keyed):
 
 
 class _PrecedenceSince(_Keyed):
-    def __init__(self, rule: PrecedenceSinceRule) -> None:
-        super().__init__(rule)
+    def __init__(self, rule: PrecedenceSinceRule, semantics: int = 2) -> None:
+        super().__init__(rule, semantics)
         self.activation = compile_any(as_list(rule.activation), "model")
         self.target = compile_any(as_list(rule.target), "any")
         self.reset = compile_any(as_list(rule.reset), "any")
@@ -260,12 +308,13 @@ class _PrecedenceSince(_Keyed):
         if act is None and tgt is None and rst is None:
             return None
         stage_scoped, a_key, target_keys, r_key = self.stage_scoped, self.a_key, self.target_keys, self.r_key
+        stage_col = self.stage_col
         t_single = self.t_single
         reset_required, emit = self.rule.reset_required, self.emit
         last_target, last_reset = self.last_target, self.last_reset
 
         def on(row: tuple[Any, ...]) -> None:
-            part = row[STAGE] if stage_scoped else None
+            part = row[stage_col] if stage_scoped else None
             if stage_scoped and part is None:
                 return
             seq = row[SEQ]
@@ -299,8 +348,8 @@ class _PrecedenceSince(_Keyed):
 
 
 class _Response(_Keyed):
-    def __init__(self, rule: ResponseRule) -> None:
-        super().__init__(rule)
+    def __init__(self, rule: ResponseRule, semantics: int = 2) -> None:
+        super().__init__(rule, semantics)
         self.activation = compile_any(as_list(rule.activation), "model")
         self.target = compile_any(as_list(rule.target), "any")
         self.deadline = compile_any(as_list(rule.deadline), "any")
@@ -315,11 +364,12 @@ class _Response(_Keyed):
         if act is None and tgt is None and ddl is None:
             return None
         stage_scoped, a_key, within, emit = self.stage_scoped, self.a_key, self.within, self.emit
+        stage_col = self.stage_col
         target_keys, t_single = self.target_keys, self.t_single
         pending, pending_by_part = self.pending, self.pending_by_part
 
         def on(row: tuple[Any, ...]) -> None:
-            part = row[STAGE] if stage_scoped else None
+            part = row[stage_col] if stage_scoped else None
             if stage_scoped and part is None:
                 return
             seq = row[SEQ]
@@ -347,9 +397,10 @@ class _Response(_Keyed):
 
         return on
     def finish(self) -> None:
+        verdict = VACUOUS if self.rule.open_at_end == "vacuous" else VIOLATED
         for (part, _key), starts in self.pending.items():
             for start in starts:
-                self.emit(VIOLATED, start, part, start)
+                self.emit(verdict, start, part, start)
         self.pending.clear()
 
 
@@ -358,8 +409,8 @@ def _slot_order(slot: tuple[Any, Any]) -> tuple[str, str]:
 
 
 class _ChainResponse(_Monitor):
-    def __init__(self, rule: ChainResponseRule) -> None:
-        super().__init__(rule)
+    def __init__(self, rule: ChainResponseRule, semantics: int = 2) -> None:
+        super().__init__(rule, semantics)
         self.activation = compile_any(as_list(rule.activation), "model")
         self.target = compile_any(as_list(rule.target), "any")
         self.waiting: dict[Any, int] = {}
@@ -384,8 +435,8 @@ class _ChainResponse(_Monitor):
 
 
 class _ChainPrecedence(_Monitor):
-    def __init__(self, rule: ChainPrecedenceRule) -> None:
-        super().__init__(rule)
+    def __init__(self, rule: ChainPrecedenceRule, semantics: int = 2) -> None:
+        super().__init__(rule, semantics)
         self.activation = compile_any(as_list(rule.activation), "model")
         self.target = compile_any(as_list(rule.target), "any")
         self.previous: dict[Any, tuple[int, bool]] = {}
@@ -408,8 +459,8 @@ class _ChainPrecedence(_Monitor):
 
 
 class _NoRepeat(_Monitor):
-    def __init__(self, rule: NoRepeatRule) -> None:
-        super().__init__(rule)
+    def __init__(self, rule: NoRepeatRule, semantics: int = 2) -> None:
+        super().__init__(rule, semantics)
         self.activation = compile_any(as_list(rule.activation), "model")
         self.reset = compile_any(as_list(rule.reset), "any")
         self.key_index = COLUMN[rule.key]
@@ -423,9 +474,10 @@ class _NoRepeat(_Monitor):
             return None
         stage_scoped, key_index, emit, last, last_reset = (
             self.stage_scoped, self.key_index, self.emit, self.last, self.last_reset)
+        stage_col = self.stage_col
 
         def on(row: tuple[Any, ...]) -> None:
-            part = row[STAGE] if stage_scoped else None
+            part = row[stage_col] if stage_scoped else None
             if stage_scoped and part is None:
                 return
             seq = row[SEQ]
@@ -448,8 +500,8 @@ class _NoRepeat(_Monitor):
 
 
 class _NotCoexistence(_Monitor):
-    def __init__(self, rule: NotCoexistenceRule) -> None:
-        super().__init__(rule)
+    def __init__(self, rule: NotCoexistenceRule, semantics: int = 2) -> None:
+        super().__init__(rule, semantics)
         self.first_a = compile_any(as_list(rule.activation), "model")
         self.first_b = compile_any(as_list(rule.target), "any")
         self.seen: dict[Any, list[int | None]] = {}
@@ -481,8 +533,8 @@ class _NotCoexistence(_Monitor):
 
 
 class _Satisfies(_Monitor):
-    def __init__(self, rule: SatisfiesRule) -> None:
-        super().__init__(rule)
+    def __init__(self, rule: SatisfiesRule, semantics: int = 2) -> None:
+        super().__init__(rule, semantics)
         self.activation = compile_any(as_list(rule.activation), "model")
         self.require = compile_any(as_list(rule.require), "any")
 
@@ -492,9 +544,10 @@ class _Satisfies(_Monitor):
         if act is None:
             return None
         require, stage_scoped, emit = self.require, self.stage_scoped, self.emit
+        stage_col = self.stage_col
 
         def on(row: tuple[Any, ...]) -> None:
-            part = row[STAGE] if stage_scoped else None
+            part = row[stage_col] if stage_scoped else None
             if stage_scoped and part is None:
                 return
             if act is True or act(row):
@@ -504,19 +557,58 @@ class _Satisfies(_Monitor):
         return on
 
 
-def _monitor_for(rule: Any) -> _Monitor:
+class _Distinct(_Monitor):
+    """Distinct keys among matching events in the first ``early_percent`` % of the model's events."""
+
+    def __init__(self, rule: DistinctRule, semantics: int = 2) -> None:
+        super().__init__(rule, semantics)
+        self.match = compile_any(as_list(rule.match), "model")
+        self.key_index = COLUMN[rule.key]
+        #: per partition: model events so far, and (rank, seq, key) of each matching one
+        self.model_count: dict[Any, int] = {}
+        self.matched: dict[Any, list[tuple[int, int, Any]]] = {}
+
+    def kinds(self) -> set[str]:
+        return {_ALL}
+
+    def _on(self, row: tuple[Any, ...]) -> None:
+        inside, part = self.partition(row)
+        if not inside or not actor_matches(row[ACTOR], ("model",)):
+            if inside and self.match(row):  # a matching non-model event (the rule asked for it)
+                self.matched.setdefault(part, []).append((self.model_count.get(part, 0), row[SEQ], row[self.key_index]))
+            return
+        rank = self.model_count[part] = self.model_count.get(part, 0) + 1
+        if self.match(row):
+            self.matched.setdefault(part, []).append((rank, row[SEQ], row[self.key_index]))
+
+    def finish(self) -> None:
+        percent, limit = self.rule.early_percent, self.rule.max
+        for part in sorted(self.matched, key=lambda p: -1 if p is None else p):
+            total = self.model_count.get(part, 0)
+            firsts: dict[Any, int] = {}
+            for rank, seq, key in self.matched[part]:
+                if key is not None and rank * 100 <= percent * total and key not in firsts:
+                    firsts[key] = seq
+            if not firsts:
+                self.emit(VACUOUS, None, part)
+                continue
+            cited = sorted(firsts.values())[:MAX_CITED]
+            self.emit(FULFILLED if len(firsts) <= limit else VIOLATED, None, part, *cited)
+
+
+def _monitor_for(rule: Any, semantics: int = 2) -> _Monitor:
     if isinstance(rule, CountRule):
-        return _Count(rule, rule.min, rule.max)
+        return _Count(rule, rule.min, rule.max, semantics)
     if isinstance(rule, ExistenceRule):
-        return _Count(rule, 1, None)
+        return _Count(rule, 1, None, semantics)
     if isinstance(rule, AbsenceRule):
-        return _Count(rule, 0, 0)
+        return _Count(rule, 0, 0, semantics)
     table = {
         PrecedenceRule: _Precedence, PrecedenceSinceRule: _PrecedenceSince, ResponseRule: _Response,
         ChainResponseRule: _ChainResponse, ChainPrecedenceRule: _ChainPrecedence, NoRepeatRule: _NoRepeat,
-        NotCoexistenceRule: _NotCoexistence, SatisfiesRule: _Satisfies,
+        NotCoexistenceRule: _NotCoexistence, SatisfiesRule: _Satisfies, DistinctRule: _Distinct,
     }
-    return table[type(rule)](rule)
+    return table[type(rule)](rule, semantics)
 
 
 class RunMonitor:
@@ -525,7 +617,10 @@ class RunMonitor:
     def __init__(self, ruleset: RuleSet, *, detail: bool = True) -> None:
         """With ``detail`` False only violations are kept as findings; fulfilled and vacuous
         activations are counted (see :meth:`tallies`), which is all a score needs."""
-        self.monitors = [_monitor_for(rule) for rule in ruleset.rules]
+        self.monitors = [_monitor_for(rule, ruleset.semantics) for rule in ruleset.rules]
+        #: Events by the model's own actors (``agent``, ``subagent:<id>``) fed so far.
+        self.model_events = 0
+        self._is_model: dict[str, bool] = {}
         if not detail:
             for monitor in self.monitors:
                 monitor.count_only()
@@ -538,8 +633,14 @@ class RunMonitor:
         return handlers
 
     def feed(self, rows: Iterable[tuple[Any, ...]]) -> None:
-        dispatch = self._dispatch
+        dispatch, is_model = self._dispatch, self._is_model
         for row in rows:
+            actor = row[2]
+            model = is_model.get(actor)
+            if model is None:
+                model = is_model[actor] = actor_matches(actor, ("model",))
+            if model:
+                self.model_events += 1
             handlers = dispatch.get(row[1])
             if handlers is None:
                 handlers = self._handlers(row[1])

@@ -53,6 +53,10 @@ def _conditions(predicate: Predicate) -> tuple[RowCheck, ...]:
         index = COLUMN[column]
         starts = tuple(sorted(prefixes))
         checks.append(lambda row, i=index, p=starts: row[i] is not None and row[i].startswith(p))
+    for column, prefixes in sorted(predicate.not_prefix.items()):
+        index = COLUMN[column]
+        starts = tuple(sorted(prefixes))
+        checks.append(lambda row, i=index, p=starts: row[i] is None or not row[i].startswith(p))
     for column in predicate.present:
         checks.append(lambda row, i=COLUMN[column]: row[i] is not None)
     for column in predicate.absent:

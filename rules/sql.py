@@ -49,6 +49,7 @@ from rules.model import (
     ChainPrecedenceRule,
     ChainResponseRule,
     CountRule,
+    DistinctRule,
     ExistenceRule,
     NoRepeatRule,
     NotCoexistenceRule,
@@ -60,7 +61,7 @@ from rules.model import (
     SatisfiesRule,
     as_list,
 )
-from rules.monitor import FULFILLED, MAX_CITED, VACUOUS, VIOLATED, Finding
+from rules.monitor import FULFILLED, MAX_CITED, VACUOUS, VIOLATED, Finding, applicability_guard
 
 __all__ = ["evaluate_sql", "compile_rule", "CompiledRule", "SUPPORTED_DIALECTS"]
 
@@ -68,7 +69,7 @@ SUPPORTED_DIALECTS = ("sqlite", "postgresql")
 
 #: Columns a predicate may name, and their type family (validated by the model already;
 #: checked again here because names are the only thing placed in SQL text).
-_COLUMN_TYPES: dict[str, str] = {"stage": "int", **FACT_COLUMNS}
+_COLUMN_TYPES: dict[str, str] = {"stage": "int", "in_stage": "int", **FACT_COLUMNS}
 _FALSE = "1 = 0"
 _TRUE = "1 = 1"
 #: No seq, seq distance or count exceeds this (64-bit columns); rule bounds beyond it are
@@ -151,6 +152,12 @@ def _predicate_sql(predicate: Predicate, default_actor: str, p: _Params) -> str:
         if not starts:
             return _FALSE
         parts.append("(" + " OR ".join(_starts_with(_col(column), s, p) for s in starts) + ")")
+    for column, prefixes in sorted(predicate.not_prefix.items()):
+        starts = [s for s in sorted(set(prefixes)) if "\x00" not in s]
+        if starts:  # (a prefix holding NUL excludes nothing)
+            col = _col(column)
+            # substr(...) = p is never NULL for a non-NULL column, so NOT is safe here
+            parts.append(f"({col} IS NULL OR NOT (" + " OR ".join(_starts_with(col, s, p) for s in starts) + "))")
     for column in predicate.present:
         parts.append(f"{_col(column)} IS NOT NULL")
     for column in predicate.absent:
@@ -175,20 +182,23 @@ def _flag(condition: str) -> str:
 class _Query:
     """Shared pieces of one rule's query: its scope, partition and base CTE."""
 
-    def __init__(self, rule: Any) -> None:
+    def __init__(self, rule: Any, semantics: int = 2) -> None:
         self.rule = rule
+        self.semantics = semantics
         self.p = _Params()
         self.stage_scoped = rule.scope == "stage"
+        #: The stage a row is in: its own (semantics 1) or the one derived from the log.
+        self.stage_col = "stage" if semantics == 1 else "in_stage"
         #: Window partition of the rule's scope (one run; or one stage of it).
         self.part = "run_id, stage" if self.stage_scoped else "run_id"
-        self.scope_filter = " AND stage IS NOT NULL" if self.stage_scoped else ""
+        self.scope_filter = f" AND {self.stage_col} IS NOT NULL" if self.stage_scoped else ""
 
     def base(self, flags: dict[str, str], columns: Sequence[str] = (), only_flagged: bool = True) -> str:
         """``ev``: the run's in-scope rows with a 0/1 column per role (optionally only rows
         playing some role) and the raw key ``columns``."""
         cols = "".join(f", {_col(c)}" for c in dict.fromkeys(columns))
         flag_cols = "".join(f", {_flag(sql)} AS {name}" for name, sql in flags.items())
-        inner = (f"SELECT run_id, seq, stage{cols}{flag_cols} FROM events "
+        inner = (f"SELECT run_id, seq, {self.stage_col} AS stage{cols}{flag_cols} FROM events "
                  f"WHERE run_id = :run_id{self.scope_filter}")
         if only_flagged and flags:
             wanted = " OR ".join(f"{name} = 1" for name in flags)
@@ -243,8 +253,8 @@ def _target_roles(number: int, t_cols: tuple[str | None, ...]) -> list[tuple[int
     return [(number, "is_t", column, True) for column in t_cols]
 
 
-def _precedence(rule: PrecedenceRule) -> CompiledRule:
-    q = _Query(rule)
+def _precedence(rule: PrecedenceRule, semantics: int = 2) -> CompiledRule:
+    q = _Query(rule, semantics)
     a_col, t_cols, _ = _correlation(rule)
     a = _any_sql(as_list(rule.activation), "model", q.p)
     t = _any_sql(as_list(rule.target), "any", q.p)
@@ -269,8 +279,8 @@ def _precedence(rule: PrecedenceRule) -> CompiledRule:
     return q.compiled("row", sql)
 
 
-def _precedence_since(rule: PrecedenceSinceRule) -> CompiledRule:
-    q = _Query(rule)
+def _precedence_since(rule: PrecedenceSinceRule, semantics: int = 2) -> CompiledRule:
+    q = _Query(rule, semantics)
     a_col, t_cols, r_col = _correlation(rule)
     a = _any_sql(as_list(rule.activation), "model", q.p)
     t = _any_sql(as_list(rule.target), "any", q.p)
@@ -299,8 +309,8 @@ def _precedence_since(rule: PrecedenceSinceRule) -> CompiledRule:
     return q.compiled("row", sql)
 
 
-def _response(rule: ResponseRule) -> CompiledRule:
-    q = _Query(rule)
+def _response(rule: ResponseRule, semantics: int = 2) -> CompiledRule:
+    q = _Query(rule, semantics)
     a_col, t_cols, _ = _correlation(rule)
     a = _any_sql(as_list(rule.activation), "model", q.p)
     t = _any_sql(as_list(rule.target), "any", q.p)
@@ -320,6 +330,7 @@ def _response(rule: ResponseRule) -> CompiledRule:
     by_target = "next_t IS NOT NULL AND (next_d IS NULL OR next_t <= next_d)"
     # (a seq distance never exceeds _INT64_MAX, so a larger ``within`` is never exceeded)
     bounded = rule.within is not None and rule.within < _INT64_MAX
+    open_end = VACUOUS if rule.open_at_end == "vacuous" else VIOLATED
     too_late = f"next_t - seq > {q.p.bind(rule.within)}" if bounded else _FALSE
     sql = f"""
     WITH {q.base(flags, [c for c in (a_col, *t_cols) if c])},
@@ -333,6 +344,7 @@ def _response(rule: ResponseRule) -> CompiledRule:
     SELECT seq, stage,
       CASE WHEN {vacuous} THEN '{VACUOUS}'
            WHEN {by_target} THEN CASE WHEN {too_late} THEN '{VIOLATED}' ELSE '{FULFILLED}' END
+           WHEN next_d IS NULL THEN '{open_end}'
            ELSE '{VIOLATED}' END,
       CASE WHEN {vacuous} THEN NULL WHEN {by_target} THEN next_t ELSE next_d END
     FROM w WHERE role = 2
@@ -341,8 +353,8 @@ def _response(rule: ResponseRule) -> CompiledRule:
     return q.compiled("row", sql)
 
 
-def _chain(rule: ChainResponseRule | ChainPrecedenceRule, forward: bool) -> CompiledRule:
-    q = _Query(rule)
+def _chain(rule: ChainResponseRule | ChainPrecedenceRule, forward: bool, semantics: int = 2) -> CompiledRule:
+    q = _Query(rule, semantics)
     a = _any_sql(as_list(rule.activation), "model", q.p)
     t = _any_sql(as_list(rule.target), "any", q.p)
     step = "LEAD" if forward else "LAG"
@@ -361,8 +373,8 @@ def _chain(rule: ChainResponseRule | ChainPrecedenceRule, forward: bool) -> Comp
     return q.compiled("row", sql)
 
 
-def _no_repeat(rule: NoRepeatRule) -> CompiledRule:
-    q = _Query(rule)
+def _no_repeat(rule: NoRepeatRule, semantics: int = 2) -> CompiledRule:
+    q = _Query(rule, semantics)
     a = _any_sql(as_list(rule.activation), "model", q.p)
     r = _any_sql(as_list(rule.reset), "any", q.p)
     key = _col(rule.key)
@@ -385,8 +397,8 @@ def _no_repeat(rule: NoRepeatRule) -> CompiledRule:
     return q.compiled("row", sql)
 
 
-def _satisfies(rule: SatisfiesRule) -> CompiledRule:
-    q = _Query(rule)
+def _satisfies(rule: SatisfiesRule, semantics: int = 2) -> CompiledRule:
+    q = _Query(rule, semantics)
     a = _any_sql(as_list(rule.activation), "model", q.p)
     req = _any_sql(as_list(rule.require), "any", q.p)
     sql = f"""
@@ -406,34 +418,42 @@ def _partitions(q: _Query, aggregates: str) -> str:
     return f"parts AS (SELECT 0 AS part, {aggregates} FROM ev)"
 
 
-def _count(rule: CountRule | ExistenceRule | AbsenceRule, low: int, high: int | None) -> CompiledRule:
-    q = _Query(rule)
+def _count(rule: CountRule | ExistenceRule | AbsenceRule, low: int, high: int | None, semantics: int = 2) -> CompiledRule:
+    q = _Query(rule, semantics)
     m = _any_sql(as_list(rule.match), "model", q.p)
     bounds = [f"n >= {q.p.bind(low)}" if low <= _INT64_MAX else _FALSE]
     if high is not None and high < _INT64_MAX:
         bounds.append(f"n <= {q.p.bind(high)}")
     within = " AND ".join(bounds)
+    flags = {"is_m": m}
+    applies = "1 = 1"
+    if semantics >= 2:
+        guard = applicability_guard(rule)
+        flags["is_g"] = _actor_sql(("model",), q.p) if guard is None else _any_sql(guard, "model", q.p)
+        applies = "g > 0"
     # stage scope: every stage with an event is a partition, so all in-scope rows are kept
-    ev = q.base({"is_m": m}, only_flagged=not q.stage_scoped)
+    ev = q.base(flags, only_flagged=not q.stage_scoped)
     part = "stage" if q.stage_scoped else "0"
+    guard_sum = ", COALESCE(SUM(is_g), 0) AS g" if semantics >= 2 else ""
     sql = f"""
     WITH {ev},
-    {_partitions(q, "COALESCE(SUM(is_m), 0) AS n")},
+    {_partitions(q, "COALESCE(SUM(is_m), 0) AS n" + guard_sum)},
     firsts AS (
       SELECT part, seq FROM (
         SELECT {part} AS part, seq, ROW_NUMBER() OVER (PARTITION BY {q.part} ORDER BY seq) AS rn
         FROM ev WHERE is_m = 1
       ) AS numbered WHERE rn <= {q.p.bind(MAX_CITED)}
     )
-    SELECT parts.part, CASE WHEN {within} THEN '{FULFILLED}' ELSE '{VIOLATED}' END, firsts.seq
-    FROM parts LEFT JOIN firsts ON firsts.part = parts.part
+    SELECT parts.part,
+      CASE WHEN NOT ({applies}) THEN '{VACUOUS}' WHEN {within} THEN '{FULFILLED}' ELSE '{VIOLATED}' END, firsts.seq
+    FROM parts LEFT JOIN firsts ON firsts.part = parts.part AND {applies}
     ORDER BY parts.part, firsts.seq
     """
     return q.compiled("count", sql)
 
 
-def _not_coexistence(rule: NotCoexistenceRule) -> CompiledRule:
-    q = _Query(rule)
+def _not_coexistence(rule: NotCoexistenceRule, semantics: int = 2) -> CompiledRule:
+    q = _Query(rule, semantics)
     a = _any_sql(as_list(rule.activation), "model", q.p)
     t = _any_sql(as_list(rule.target), "any", q.p)
     ev = q.base({"is_a": a, "is_t": t}, only_flagged=not q.stage_scoped)
@@ -450,30 +470,70 @@ def _not_coexistence(rule: NotCoexistenceRule) -> CompiledRule:
     return q.compiled("pair", sql)
 
 
-def compile_rule(rule: Any) -> CompiledRule:
+def _distinct(rule: DistinctRule, semantics: int = 2) -> CompiledRule:
+    q = _Query(rule, semantics)
+    m = _any_sql(as_list(rule.match), "model", q.p)
+    model = _actor_sql(("model",), q.p)
+    key = _col(rule.key)
+    ev = q.base({"is_m": m, "is_model": model}, [rule.key], only_flagged=True)
+    part = "stage" if q.stage_scoped else "0"
+    # rank: the model events up to and including this row; total: all of the partition's
+    sql = f"""
+    WITH {ev},
+    ranked AS (
+      SELECT seq, {part} AS part, is_m, {key} AS k,
+        SUM(is_model) OVER (PARTITION BY {q.part} ORDER BY seq ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS rnk,
+        SUM(is_model) OVER (PARTITION BY {q.part}) AS total
+      FROM ev
+    ),
+    early AS (
+      SELECT part, k, MIN(seq) AS first_seq FROM ranked
+      WHERE is_m = 1 AND k IS NOT NULL AND rnk * 100 <= {q.p.bind(rule.early_percent)} * total
+      GROUP BY part, k
+    ),
+    parts AS (SELECT DISTINCT part FROM ranked WHERE is_m = 1),
+    counted AS (SELECT part, COUNT(*) AS n FROM early GROUP BY part),
+    cited AS (
+      SELECT part, first_seq FROM (
+        SELECT part, first_seq, ROW_NUMBER() OVER (PARTITION BY part ORDER BY first_seq) AS rn FROM early
+      ) AS numbered WHERE rn <= {q.p.bind(MAX_CITED)}
+    )
+    SELECT parts.part,
+      CASE WHEN counted.n IS NULL THEN '{VACUOUS}' WHEN counted.n <= {q.p.bind(rule.max)} THEN '{FULFILLED}'
+           ELSE '{VIOLATED}' END,
+      cited.first_seq
+    FROM parts LEFT JOIN counted ON counted.part = parts.part LEFT JOIN cited ON cited.part = parts.part
+    ORDER BY parts.part, cited.first_seq
+    """
+    return q.compiled("count", sql)
+
+
+def compile_rule(rule: Any, semantics: int = 2) -> CompiledRule:
     """The query that evaluates ``rule`` over one run (bind ``run_id`` to run it)."""
     if isinstance(rule, CountRule):
-        return _count(rule, rule.min, rule.max)
+        return _count(rule, rule.min, rule.max, semantics)
     if isinstance(rule, ExistenceRule):
-        return _count(rule, 1, None)
+        return _count(rule, 1, None, semantics)
     if isinstance(rule, AbsenceRule):
-        return _count(rule, 0, 0)
+        return _count(rule, 0, 0, semantics)
     if isinstance(rule, PrecedenceRule):
-        return _precedence(rule)
+        return _precedence(rule, semantics)
     if isinstance(rule, PrecedenceSinceRule):
-        return _precedence_since(rule)
+        return _precedence_since(rule, semantics)
     if isinstance(rule, ResponseRule):
-        return _response(rule)
+        return _response(rule, semantics)
     if isinstance(rule, ChainResponseRule):
-        return _chain(rule, forward=True)
+        return _chain(rule, forward=True, semantics=semantics)
     if isinstance(rule, ChainPrecedenceRule):
-        return _chain(rule, forward=False)
+        return _chain(rule, forward=False, semantics=semantics)
     if isinstance(rule, NoRepeatRule):
-        return _no_repeat(rule)
+        return _no_repeat(rule, semantics)
     if isinstance(rule, NotCoexistenceRule):
-        return _not_coexistence(rule)
+        return _not_coexistence(rule, semantics)
     if isinstance(rule, SatisfiesRule):
-        return _satisfies(rule)
+        return _satisfies(rule, semantics)
+    if isinstance(rule, DistinctRule):
+        return _distinct(rule, semantics)
     raise TypeError(f"no SQL for rule {rule!r}")  # pragma: no cover - the model admits no other
 
 
@@ -510,7 +570,7 @@ def evaluate_sql(store: Any, ruleset: RuleSet, run_id: str) -> dict[str, list[Fi
     dialect = store.engine.dialect.name
     if dialect not in SUPPORTED_DIALECTS:
         raise ValueError(f"the SQL back-end supports {', '.join(SUPPORTED_DIALECTS)}, not {dialect!r}")
-    compiled = [compile_rule(rule) for rule in ruleset.rules]
+    compiled = [compile_rule(rule, ruleset.semantics) for rule in ruleset.rules]
     result: dict[str, list[Finding]] = {}
     with store.engine.connect() as conn:
         # All rules read one snapshot of the run, as the monitor reads its rows once, even

@@ -196,7 +196,21 @@ def every_kind_run(run_id: str, length: int) -> list[dict[str, Any]]:
             out.append(ev("test_run", seq, run_id, **common))  # nothing known
         else:
             out.append(ev("run_ended", seq, run_id, actor="harness", status="timeout", reason=text, **common))
-    return out
+    return _stages_agree(out)
+
+
+def _stages_agree(lines: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Give every event inside an open stage (or round) that stage, as the store requires of
+    events that carry one (engine.stages); events outside keep their own."""
+    from engine.stages import StageTracker
+
+    tracker = StageTracker()
+    for line in lines:
+        if tracker.open is not None and line["kind"] != "stage_started" and "stage" in line \
+                and not tracker.opens_round(line["kind"], line["actor"]):
+            line["stage"] = tracker.open
+        tracker.step(line["seq"], line["kind"], line["actor"], line.get("stage"))
+    return lines
 
 
 # --- hypothesis strategies: random valid runs ---------------------------------------------------

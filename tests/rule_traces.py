@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 
 from engine.events import Event, event_adapter
 from engine.facts import FACT_COLUMNS, command_hash
+from engine.stages import StageTracker
 from rules.model import RuleSet
 
 #: Actors of a run, the model's own most often (default activations match only them).
@@ -29,7 +30,8 @@ ACTORS = ("agent",) * 5 + ("subagent:a",) * 2 + ("subagent:b", "harness", "harne
                                                  "grader", "judge:j", "system")
 ACTOR_CLASSES = ("model", "agent", "subagent", "harness", "user", "human", "grader", "judge", "system", "any")
 PATHS = ("a.py", "src/a.py", "SRC/a.py", "s_c/a.py", "s%c.py", "\u00e9.py", "\u00c9.py")
-COMMANDS = ("pytest", "make test", "make  test", "make")
+COMMANDS = ("pytest", "make test", "make  test", "make", "cd x && pytest", "python run.py > a.py 2>&1 &",
+            "cat a.py", "tail -n 5 src/a.py", "sleep 5")
 WORKERS = ("w1", "w2", "W1")
 JOBS = ("j1", "j2")
 INTENTS = ("plan", "progress", "other")
@@ -53,6 +55,11 @@ TEXT_VALUES: dict[str, tuple[str, ...]] = {
     "job_id": JOBS,
     "worker_id": WORKERS,
     "intent": INTENTS,
+    "io": ("read", "job_started", "job_finished"),
+    "io_path": PATHS,
+    "area": (".", "src", "SRC", "s_c"),
+    "status": ("completed", "timeout", "error"),
+    "cmd_key": tuple(sorted({command_hash(c) for c in ("pytest", "make test", "make")})),
 }
 PREFIXES = ("src/", "s", "S", "SRC", "s_", "s%", "\u00e9", "\u00c9", "a", "p", "pytest", "make  ", "w", "W", "j",
             "mo", "pa", "f", "plan")
@@ -60,7 +67,7 @@ TEXT_COLUMNS = tuple(c for c, kind in FACT_COLUMNS.items() if kind == "text")
 INT_COLUMNS = tuple(c for c, kind in FACT_COLUMNS.items() if kind == "int")
 ALL_COLUMNS = tuple(FACT_COLUMNS)
 #: Columns correlations use (keys that repeat); mixing types is allowed on purpose.
-KEY_COLUMNS = ("path",) * 6 + ("cmd_hash",) * 3 + (
+KEY_COLUMNS = ("path",) * 6 + ("cmd_hash",) * 3 + ("io_path", "io_path", "area", "cmd_key", "cmd_key") + (
     "new_path", "command", "outcome", "outcome", "exit_code", "exit_code", "worker_id", "job_id", "context_count",
     "edit_kind", "intent", "tests_failed")
 
@@ -119,18 +126,26 @@ def events_of(draw: st.DrawFn, run_id: str, min_size: int = 0, max_size: int = 4
     """A valid run of ``min_size``..``max_size`` events (run_started first)."""
     n = draw(st.integers(min_size, max_size) | st.integers(max(min_size, max_size // 2), max_size))
     out: list[Event] = []
+    stages = StageTracker()
     for seq in range(n):
         kind = "run_started" if seq == 0 else draw(st.sampled_from(TRACE_KINDS))
         line: dict[str, Any] = {"run_id": run_id, "seq": seq, "event_id": f"{run_id}/{seq}", "kind": kind,
                                 "actor": draw(st.sampled_from(ACTORS))}
         stage = draw(st.integers(0, 2)) if kind in ("stage_started", "stage_ended") else draw(_stage)
+        # stages the markers (or a correction) derive must agree with an event's own stage, or
+        # the store refuses the run: keep the drawn stage only where it agrees
+        if stages.open is not None and kind != "stage_started" and stage is not None and stage != stages.open \
+                and not stages.opens_round(kind, line["actor"]):
+            stage = stages.open if kind == "stage_ended" else draw(st.sampled_from((None, stages.open)))
         if stage is not None:
             line["stage"] = stage
         if kind == "run_started":
             line["harness"] = {"name": "h"}
         else:
             line.update({k: v for k, v in draw(_fields(kind)).items() if v is not None})
-        out.append(_adapter.validate_python(line))
+        event = _adapter.validate_python(line)
+        stages.step(event.seq, event.kind, event.actor, event.stage)
+        out.append(event)
     return out
 
 
@@ -177,15 +192,16 @@ def predicates(draw: st.DrawFn) -> dict[str, Any]:
             pred["equals"] = {c: draw(_equals_value(c)) for c in columns}
         elif condition == "prefix":
             column = draw(st.sampled_from(("path", "path", "command", "outcome")) | st.sampled_from(TEXT_COLUMNS))
-            pred["prefix"] = {column: draw(st.lists(st.sampled_from(PREFIXES) | st.just("s\x00"), min_size=1,
-                                                    max_size=3))}
+            key = draw(st.sampled_from(("prefix", "prefix", "not_prefix")))
+            pred[key] = {column: draw(st.lists(st.sampled_from(PREFIXES) | st.just("s\x00"), min_size=1,
+                                               max_size=3))}
         elif condition == "present":
             pred["present"] = draw(st.lists(_column, min_size=1, max_size=2))
         elif condition == "absent":
             pred["absent"] = draw(st.lists(_column, min_size=1, max_size=2))
         else:
             pred["compare"] = draw(st.lists(st.fixed_dictionaries({
-                "field": st.sampled_from(("stage", "exit_code", "exit_code") + INT_COLUMNS),
+                "field": st.sampled_from(("stage", "in_stage", "exit_code", "exit_code") + INT_COLUMNS),
                 "op": st.sampled_from(("eq", "ne", "lt", "le", "gt", "ge")),
                 "value": _ints,
             }), min_size=1, max_size=2))
@@ -227,7 +243,7 @@ def related(draw: st.DrawFn, other: Any) -> Any:
 
 
 TEMPLATE_NAMES = ("count", "existence", "absence", "precedence", "precedence_since", "response",
-                  "chain_response", "chain_precedence", "no_repeat", "not_coexistence", "satisfies")
+                  "chain_response", "chain_precedence", "no_repeat", "not_coexistence", "satisfies", "distinct")
 
 
 @st.composite
@@ -235,8 +251,14 @@ def rules_of(draw: st.DrawFn, template: str, rule_id: str) -> dict[str, Any]:
     """One rule (as a dict) of ``template``."""
     rule: dict[str, Any] = {"id": rule_id, "title": "t", "rationale": "r", "template": template,
                             "scope": draw(st.sampled_from(("run", "stage")))}
+    if template == "distinct":
+        rule.update({"match": draw(any_of()), "key": draw(st.sampled_from(KEY_COLUMNS)),
+                     "max": draw(st.integers(0, 3)), "early_percent": draw(st.sampled_from((1, 30, 50, 100)))})
+        return rule
     if template in ("count", "existence", "absence"):
         rule["match"] = draw(any_of())
+        if draw(st.sampled_from((False, False, True))):
+            rule["applies_if"] = draw(any_of())
         if template == "count":
             low = draw(st.integers(0, 3))
             rule["min"] = low
@@ -265,6 +287,8 @@ def rules_of(draw: st.DrawFn, template: str, rule_id: str) -> dict[str, Any]:
         rule["reset_required"] = draw(st.booleans())
     elif template == "response":
         if draw(st.booleans()):
+            rule["open_at_end"] = draw(st.sampled_from(("violated", "vacuous")))
+        if draw(st.booleans()):
             rule["within"] = draw(st.integers(1, 4) | st.integers(1, 12))
         if draw(st.sampled_from((True, True, False))):
             rule["deadline"] = draw(related(rule["target"]) | related(rule["activation"]))
@@ -282,4 +306,10 @@ def rulesets(draw: st.DrawFn, templates: Sequence[str] = TEMPLATE_NAMES, extra: 
     more = draw(st.lists(st.sampled_from(RELATIONAL), max_size=extra)) if extra else []
     order = draw(st.permutations(list(templates) + more))
     rules = [draw(rules_of(template, f"r{i}-{template.replace('_', '-')}")) for i, template in enumerate(order)]
+    # now and then template semantics 1 (rule sets scored before issue 10), where the rules can say it
+    if draw(st.sampled_from((False, False, True))):
+        try:
+            return RuleSet.model_validate({"name": "generated", "version": 1, "semantics": 1, "rules": rules})
+        except ValueError:
+            pass
     return RuleSet.model_validate({"name": "generated", "version": 1, "rules": rules})

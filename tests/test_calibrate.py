@@ -28,6 +28,9 @@ from engine.store import EventStore
 from rules.loading import load_ruleset
 
 DEVAI = Path(__file__).parent / "fixtures" / "devai-judgments"
+#: The arena runs' expected rules labels are worked out under rule set v1 (plan-before-first-edit and
+#: read-before-edit carry the checks there); the calibration arithmetic is under test, not the rules.
+V1 = Path(__file__).parent.parent / "rules" / "sets" / "default-v1.yaml"
 SYSTEMS = ("OpenHands", "MetaGPT", "GPT-Pilot")
 runner = CliRunner()
 
@@ -228,7 +231,7 @@ def arena(store: EventStore) -> EventStore:
 
 
 def test_rules_checks_are_what_the_runs_did(arena: EventStore) -> None:
-    runs = load_runs(arena, load_ruleset())
+    runs = load_runs(arena, load_ruleset(V1))
     for run in runs:
         _model, _task, plan, read = RUNS[run.run_id]
         assert run.process is not None
@@ -237,7 +240,7 @@ def test_rules_checks_are_what_the_runs_did(arena: EventStore) -> None:
 
 
 def test_arena_calibration(arena: EventStore) -> None:
-    result = calibrate(load_runs(arena, load_ruleset()), "human", ["judge", "rules"], seed=0, bootstrap=50)
+    result = calibrate(load_runs(arena, load_ruleset(V1)), "human", ["judge", "rules"], seed=0, bootstrap=50)
     assert [layer.layer for layer in result.layers] == ["round", "check", "pattern", "overall"]
 
     # --- check, judge vs human per round: 24 items. Human passes 17 (4+3+1+4+3+2), fails 7. The judge differs
@@ -309,7 +312,7 @@ def test_arena_calibration(arena: EventStore) -> None:
     overall = result.layer("overall")
     assert overall.labels == (1, 2, 3, 4, 5)
     assert overall.comparison("judge").ordinal.agreement.estimate == pytest.approx(4 / 6)
-    totals = {run.run_id: float(run.process.total) for run in load_runs(arena, load_ruleset())}
+    totals = {run.run_id: float(run.process.total) for run in load_runs(arena, load_ruleset(V1))}
     by_rules = overall.comparison("rules").rank
     assert by_rules is not None and by_rules.n == 6
     ordered = sorted(RUNS)
@@ -418,3 +421,51 @@ def test_errors(arena: EventStore) -> None:
         calibrate(runs, "human", ["judge", "judge"])
     # calibrate_store loads the rule set itself when rules are a candidate
     assert calibrate_store(arena, "human", ["rules"], layer="check", bootstrap=20).ruleset_hash is not None
+
+
+def test_ungraded_runs_give_no_rules_label_and_single_games_no_rating(store: EventStore) -> None:
+    """Two models on one task, each run graded by a human: one run has a model decision the rules judge,
+    the other none (a grades-only run: not graded). And one game between two models is no rating."""
+    from engine.analysis.dataset import NOT_GRADED
+
+    judged = _process_rows("P", "t1", plan=True, read=True)
+    bare = [{"kind": "run_started", "actor": "harness", "harness": {"name": "arena"}, "model": "openai/Q",
+             "task_id": "t1"}]
+    grade = [{"kind": "grade", "actor": "human:alice", "layer": "overall", "value": 4, "scale_min": 1,
+              "scale_max": 5, "sheet": "s"}]
+    store.append_runs([("g-judged", _events("g-judged", judged + grade, 0)),
+                       ("g-bare", _events("g-bare", bare + grade, 0))])
+    import dataclasses
+
+    runs = load_runs(store, load_ruleset())
+    # as rule set v2 scores it: nothing judged, no process score (v1's absence rule still "judged" the bare run)
+    runs = [dataclasses.replace(r, process=dataclasses.replace(
+        r.process, total=None, judged={k: 0 for k in r.process.judged}, coverage=None)) if r.run_id == "g-bare" else r
+        for r in runs]
+    result = calibrate(runs, "human", ["rules"], layer="overall", by="model", bootstrap=20)
+    assert [(n.run, n.reason) for n in result.not_graded] == [("g-bare", NOT_GRADED)]
+    overall = result.layer("overall")
+    assert overall.comparison("rules").n == 1  # the bare run has no rules label
+    assert [c.group for c in overall.comparisons] == [None, "P", "Q"]  # openai/Q is model Q
+    (human,) = [r for r in overall.ratings if r.grader == "human"]
+    assert human.result is None
+    assert any("no Bradley-Terry rating from fewer than 2 games: P (1 game), Q (1 game)" in n for n in human.notes)
+    strict = calibrate(runs, "human", ["rules"], layer="overall", bootstrap=20, min_coverage=__import__(
+        "fractions").Fraction(1))
+    assert [n.run for n in strict.not_graded] == ["g-bare", "g-judged"] and strict.min_coverage == "1/1"
+
+
+def test_cli_min_coverage_and_aliases(arena: EventStore, store_url: str, tmp_path: Path) -> None:
+    aliases = tmp_path / "aliases.json"
+    aliases.write_text(json.dumps({"A": "B"}), encoding="utf-8")
+    target = tmp_path / "c.json"
+    shown = cli("calibrate", "--candidate", "rules", "--layer", "overall", "--by", "model", "--bootstrap", "20",
+                "--rules", str(V1), "--aliases", str(aliases), "--min-coverage", "100%", "--json", str(target),
+                "--db", store_url)
+    data = json.loads(target.read_bytes())
+    assert data["min_coverage"] == "1/1"
+    # every arena run judges 2 or 3 of v1's 11 rules: all below 100%, so rules label nothing
+    assert len(data["not_graded"]) == len(RUNS) and "below --min-coverage 1/1" in shown
+    assert [c["group"] for c in data["layers"][0]["comparisons"]] == [None, "B", "C"]  # A is grouped with B
+    refused = runner.invoke(app, ["calibrate", "--candidate", "rules", "--min-coverage", "x", "--db", store_url])
+    assert refused.exit_code == 2 and "--min-coverage must be" in refused.output

@@ -69,6 +69,9 @@ from engine.store import EventStore, open_store
 from rules.loading import load_ruleset
 
 IMPORTS = Path(__file__).parent / "fixtures" / "imports"
+#: The study's process shapes are worked out under rule set v1 (the comparison's arithmetic is under test here,
+#: not the rules): every store-backed test scores with it.
+V1 = Path(__file__).parent.parent / "rules" / "sets" / "default-v1.yaml"
 RESAMPLES = 199
 F = Fraction
 OUTCOME = {"p": "passed", "f": "failed", "e": "error", "s": "skipped"}
@@ -153,7 +156,7 @@ def cli(*args: str) -> Any:
 
 def test_compare_by_model_matches_the_hand_computation(store: EventStore, tmp_path: Path) -> None:
     ingest_study(store, tmp_path / "study")
-    ruleset = load_ruleset()
+    ruleset = load_ruleset(V1)
     runs = load_runs(store, ruleset)
     for run_id, _, _, shape, _, _ in STUDY:  # the planted process shapes score as designed
         run = next(r for r in runs if r.run_id == run_id)
@@ -207,7 +210,7 @@ def test_compare_by_model_matches_the_hand_computation(store: EventStore, tmp_pa
 
     # rank agreement over the shared task grid
     assert result.agreement_over == "tasks" and result.tasks == ("t1", "t2")
-    assert "complete grid of 2 tasks" in result.agreement_note
+    assert "share a grid of 2 tasks" in result.agreement_note
     assert result.agreement.spearman.statistic == pytest.approx(-0.5)
     assert result.agreement.kendall_tau_b.statistic == pytest.approx(-1 / 3)
     assert result.agreement.n_resamples == RESAMPLES and result.excluded == ()
@@ -226,7 +229,7 @@ def test_mixed_settings_are_refused_unless_allowed(store: EventStore, store_url:
     ingest_study(store, tmp_path / "study")
     odd = build_run("b-t1-9", "model-b", "t1", "clean", [], {}, settings={"temperature": 0.7, "top_p": 1})
     ingest_paths(store, [write_jsonl(tmp_path / "odd.jsonl", odd)])
-    runs = load_runs(store, load_ruleset())
+    runs = load_runs(store, load_ruleset(V1))
 
     with pytest.raises(MixedGroupSettingsError) as refused:
         compare(runs, "model", n_resamples=RESAMPLES)
@@ -245,7 +248,7 @@ def test_mixed_settings_are_refused_unless_allowed(store: EventStore, store_url:
     assert "model_settings.temperature" not in b.outcome.settings and b.outcome.settings["model_settings.top_p"] == 1
     assert allowed.group("model-a").outcome.mixed_settings == {}
 
-    no = cli("compare", "--by", "model", "--resamples", str(RESAMPLES), "--db", store_url)
+    no = cli("compare", "--by", "model", "--rules", str(V1), "--resamples", str(RESAMPLES), "--db", store_url)
     assert no.exit_code == 1 and "refusing to pool runs whose settings differ" in no.output
     assert "model_settings.temperature" in no.output and "b-t1-9" in no.output
     yes = cli("outcomes", "--by", "model", "--allow-mixed", "--db", store_url)
@@ -266,7 +269,8 @@ def test_cli_output_and_json_are_identical_across_runs_and_databases(tmp_path: P
                 store.close()
             for attempt in (1, 2) if kind == "sqlite" else (1,):
                 target = tmp_path / f"{kind}-{attempt}.json"
-                done = cli("compare", "--by", "model", "--resamples", str(RESAMPLES), "--json", str(target), "--db", url)
+                done = cli("compare", "--by", "model", "--rules", str(V1), "--resamples", str(RESAMPLES), "--json",
+                           str(target), "--db", url)
                 assert done.exit_code == 0, done.output
                 outputs[kind] = done.output.replace(str(target), "FILE")
                 documents.append(target.read_bytes())
@@ -282,7 +286,7 @@ def test_cli_output_and_json_are_identical_across_runs_and_databases(tmp_path: P
                 ("model-c", "5", "0.7000", "7/10", "50.0 (", "66.7 (")):
         line = next(line for line in text.splitlines() if f" {row[0]} " in line)
         assert all(cell in line for cell in row), (row, line)
-    assert "the 3 groups share a complete grid of 2 tasks" in text
+    assert "the 3 groups share a grid of 2 tasks" in text
     assert "Spearman rho -0.500" in text and "Kendall tau-b -0.333" in text
     assert ("model-a ahead by process (1/1 vs 7/8), model-b ahead by pass@1 (75.0% vs 25.0%); rules in model-a's "
             "favour (model-a vs model-b): plan-before-first-edit 1/1 vs 1/2") in text
@@ -309,13 +313,14 @@ def test_bundled_samples_compare_refuses_mixed_settings_then_completes(tmp_path:
     refused = cli("compare", "--by", "model", "--resamples", str(RESAMPLES), "--db", db)
     assert refused.exit_code == 1
     assert "refusing to pool runs whose settings differ" in refused.output
-    assert "model openai/gpt-4o: model_settings.parser" in refused.output  # harbor/hello-world__Kx7pQ2m has no parser
+    assert "model gpt-4o: model_settings.parser" in refused.output  # harbor/hello-world__Kx7pQ2m has no parser
     done = cli("compare", "--by", "model", "--allow-mixed", "--resamples", str(RESAMPLES), "--json",
                str(tmp_path / "samples.json"), "--db", db)
     assert done.exit_code == 0, done.output
-    assert "openai/gpt-4o: settings differ, pooled by --allow-mixed: model_settings.parser" in done.output
+    assert "gpt-4o: settings differ, pooled by --allow-mixed: model_settings.parser" in done.output
     assert "rank agreement, process score vs pass@1" in done.output and "rank flips" in done.output
-    assert "not ranked: openai/openrouter-llama-4-maverick: no run of the group has a verdict" in done.output
+    assert "not ranked: openrouter-llama-4-maverick: no run of the group has a verdict" in done.output
+    assert "(none)" not in done.output
     by_harness = cli("outcomes", "--by", "harness", "--allow-mixed", "--db", db)
     assert by_harness.exit_code == 0, by_harness.output
     assert "outcomes by harness" in by_harness.output and "terminus" in by_harness.output
@@ -421,30 +426,83 @@ def test_cost_duration_and_settings() -> None:
     assert bad.build.cost is None and "not a number" in bad.notes[0]
 
 
-def test_groups_without_a_shared_task_grid_resample_groups_and_flips_name_rules_that_did_not_apply() -> None:
-    from engine.analysis.dataset import ProcessScore
+def test_ungraded_runs_and_runs_without_the_field_are_left_out_and_flips_name_only_rules_applied_on_both_sides() -> None:
+    from engine.analysis.dataset import NOT_GRADED, ProcessScore
 
-    def scored(run_id: str, model: str, task: str | None, total: F, rules: dict[str, F | None], passed: bool) -> RunView:
-        base = view(run_id, [verdict(5, "evaluated", "1" if passed else "0")], task=task, model=model)
-        process = ProcessScore("h" * 64, total, rules, {}, {}, {}, stored=False)
+    def scored(run_id: str, model: str | None, task: str | None, total: F | None, rules: dict[str, F | None],
+               passed: bool) -> RunView:
+        base = view(run_id, [verdict(5, "evaluated", "1" if passed else "0")], task=task, model=model)  # type: ignore[arg-type]
+        judged = {rule: 0 if score is None else 1 for rule, score in rules.items()}
+        process = ProcessScore("h" * 64, total, rules, {}, {}, {}, stored=False, judged=judged)
         return RunView(**{**base.__dict__, "process": process})
 
     runs = [
-        scored("x1", "x", "t1", F(1), {"r1": F(1), "r2": None}, False),
-        scored("x2", "x", None, F(1), {"r1": F(1), "r2": None}, False),
-        scored("y1", "y", "t1", F(1, 2), {"r1": F(1), "r2": F(0)}, True),
-        scored("y2", "y", "t2", F(1, 2), {"r1": F(1), "r2": F(0)}, True),
-        RunView(**view("z1", [], model="z").__dict__),
+        scored("x1", "openai/x", "t1", F(1), {"r1": F(1), "r2": None, "r3": F(1)}, False),
+        scored("x2", "x-2024-05-13", None, F(1), {"r1": F(1), "r2": None, "r3": F(1)}, False),
+        scored("y1", "y", "t1", F(1, 2), {"r1": F(1), "r2": F(0), "r3": F(0)}, True),
+        scored("y2", "y", "t2", F(1, 2), {"r1": F(1), "r2": F(0), "r3": F(0)}, True),
+        scored("y3", "y", "t2", None, {"r1": None, "r2": None, "r3": None}, True),  # nothing judged
+        scored("z1", "z", "t1", None, {"r1": None, "r2": None, "r3": None}, False),
+        scored("n1", None, "t1", F(0), {"r1": F(0), "r2": None, "r3": None}, True),  # no model: no group
     ]
     result = compare(runs, "model", n_resamples=RESAMPLES)
+    assert [row.group for row in result.groups] == ["x", "y"]  # openai/x and x-2024-05-13 are one model
     assert result.agreement_over == "groups" and "group x has runs without a task" in result.agreement_note
     assert result.ranked == ("x", "y")
-    assert result.excluded == (("z", "no run has an applicable process score; no run of the group has a verdict"),)
-    assert result.group("z").without_process == ("z1",)
+    # two groups: the correlation, but no interval
+    assert result.agreement.kendall_tau_b.statistic == -1.0 and result.agreement.kendall_tau_b.low is None
+    assert any("no interval from 2 groups" in note for note in result.agreement.notes)
+    assert result.excluded == (("z", f"not graded: all 1 run(s) left out ({NOT_GRADED})"),)
+    assert [(e.run_id, e.reason) for e in result.not_graded] == [("y3", NOT_GRADED), ("z1", NOT_GRADED)]
+    assert result.group("y").without_process == ("y3",) and result.group("y").runs == ("y1", "y2")
+    assert result.ungrouped == ("n1",)
     (flip,) = result.flips
     assert (flip.process_ahead, flip.outcome_ahead) == ("x", "y")
-    assert [(r.rule_id, r.ahead, r.behind) for r in flip.rules] == [("r2", None, F(0))]
+    # r2 never applied in x: it explains nothing; r1 is level; r3 applied on both sides and favours x
+    assert [(r.rule_id, r.ahead, r.behind) for r in flip.rules] == [("r3", F(1), F(0))]
     assert result.group("x").outcome.without_task == ("x2",)
+    data = result.to_dict()
+    assert data["ungrouped"] == ["n1"] and data["not_graded"][0] == {"run": "y3", "reason": NOT_GRADED, "coverage": "0/3"}
+    assert all("(none)" not in row["group"] for row in data["groups"])
+    # --min-coverage: x's runs judged 2 of 3 rules, y's 3 of 3
+    strict = compare(runs, "model", n_resamples=RESAMPLES, min_coverage=F(1))
+    assert [row.group for row in strict.groups] == ["y"]
+    assert [(e.run_id, e.reason.split(",")[0]) for e in strict.not_graded][:2] == [
+        ("n1", "coverage 1/3 rules applicable"), ("x1", "coverage 2/3 rules applicable")]
     with pytest.raises(ValueError, match="unknown grouping field"):
         check_field("nonsense")
     assert check_field("labels.team") == "labels.team"
+
+
+def test_cli_aliases_and_min_coverage(tmp_path: Path) -> None:
+    db = f"sqlite:///{tmp_path / 'study.db'}"
+    store = open_store(db, create=True)
+    try:
+        ingest_study(store, tmp_path / "study")
+    finally:
+        store.close()
+    aliases = tmp_path / "aliases.yaml"
+    aliases.write_text("model-a: alpha\nmodel-b: alpha\n", encoding="utf-8")
+    done = cli("compare", "--by", "model", "--rules", str(V1), "--resamples", "50", "--aliases", str(aliases),
+               "--allow-mixed",
+               "--json", str(tmp_path / "c.json"), "--db", db)
+    assert done.exit_code == 0, done.output
+    import json
+
+    data = json.loads((tmp_path / "c.json").read_text())
+    assert [g["group"] for g in data["groups"]] == ["alpha", "model-c"] and data["groups"][0]["runs"] == 9
+    # every study run judges 4 of the default set's rules: a threshold above that leaves every run out
+    strict = cli("compare", "--by", "model", "--rules", str(V1), "--resamples", "50", "--min-coverage", "1/2",
+                 "--json",
+                 str(tmp_path / "s.json"), "--db", db)
+    assert strict.exit_code == 0, strict.output
+    data = json.loads((tmp_path / "s.json").read_text())
+    assert data["min_coverage"] == "1/2" and data["groups"] == [] and len(data["not_graded"]) == len(STUDY)
+    assert "below --min-coverage 1/2" in strict.output
+    for bad in ("2", "half", "-0.1"):
+        refused = cli("compare", "--min-coverage", bad, "--db", db)
+        assert refused.exit_code == 2 and "--min-coverage must be" in refused.output
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("- a\n", encoding="utf-8")
+    refused = cli("compare", "--aliases", str(broken), "--db", db)
+    assert refused.exit_code != 0 and "must be a mapping" in str(refused.exception or refused.output)

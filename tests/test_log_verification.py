@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import re
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
 from sqlalchemy import text
 
-from builders import RUN, every_kind_run, models, reference_canonical, reference_hashes, small_run
+from builders import RUN, ev, every_kind_run, models, reference_canonical, reference_hashes, small_run
 from engine.errors import UnknownRunError
 from engine.log_verification import verify_log
 from engine.store import EventStore
@@ -148,3 +150,39 @@ def test_run_head_changed_is_reported(store: EventStore, db_kind: str) -> None:
     execute(store, "UPDATE runs SET head_hash = :h WHERE run_id = :run", h="d" * 64, run=RUN)
     report = verify_log(store, RUN)
     assert not report.ok and any("head" in p for p in report.problems), report.problems
+
+
+def test_derived_stage_column_is_recomputed(store: EventStore, db_kind: str) -> None:
+    """verify-log derives stage membership from the markers again and names a row whose
+    stored ``in_stage`` disagrees."""
+    lines = [ev("run_started", 0, "staged", actor="harness", harness={"name": "h"}),
+             ev("stage_started", 1, "staged", actor="harness", stage=0),
+             ev("file_edit", 2, "staged", path="a.py", edit_kind="modify"),
+             ev("stage_ended", 3, "staged", actor="harness", stage=0),
+             ev("correction", 4, "staged", actor="human", text="the pane is blank"),
+             ev("file_edit", 5, "staged", path="a.py", edit_kind="modify")]
+    store.append("staged", models(lines))
+    with store.engine.connect() as conn:
+        rows = conn.execute(text("SELECT seq, in_stage FROM events WHERE run_id = 'staged' ORDER BY seq")).all()
+    assert [tuple(r) for r in rows] == [(0, None), (1, 0), (2, 0), (3, 0), (4, 1), (5, 1)]
+    assert verify_log(store, "staged").ok
+    drop_event_triggers(store, db_kind)
+    execute(store, "UPDATE events SET in_stage = 7 WHERE run_id = 'staged' AND seq = 5")
+    report = verify_log(store, "staged")
+    assert not report.ok and names_seq(report.problems, 5) and "derived stage" in " ".join(report.problems)
+
+
+def test_an_event_disagreeing_with_its_markers_is_refused(store: EventStore, tmp_path: Path) -> None:
+    from engine.errors import StoreError
+    from engine.ingest import ingest_native
+
+    lines = [ev("run_started", 0, "bad", actor="harness", harness={"name": "h"}),
+             ev("stage_started", 1, "bad", actor="harness", stage=0),
+             ev("file_edit", 2, "bad", path="a.py", edit_kind="modify", stage=1)]
+    path = tmp_path / "bad.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    with pytest.raises(StoreError) as raised:
+        ingest_native(store, [path])
+    assert str(raised.value).startswith(f"{path}:3: seq: ")
+    assert "says stage 1 but it lies in stage 0" in str(raised.value)
+    assert store.runs() == []

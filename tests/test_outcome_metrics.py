@@ -405,3 +405,28 @@ def test_build_validation() -> None:
         summarize([Build("A", "a1", {"p": "passed"}), Build("B", "a1", {"p": "passed"})])
     build = Build("A", "a1", {"p": PlanResult.PASSED})
     assert build.plans[0].result is PlanResult.PASSED and hash(build)
+
+
+def test_one_build_per_product_makes_the_products_the_sample() -> None:
+    """A benchmark run once per task: pass@1 gets Clopper-Pearson over the products, the plan pass rate a t
+    interval over the product rates (df = k - 1), not "no interval"."""
+    from scipy.stats import beta, t
+
+    builds = [Build(f"task{i}", f"b{i}", {"p1": "passed" if i < 3 else "failed", "p2": "passed"}) for i in range(5)]
+    summary = summarize(builds)
+    assert summary.pass_at_1 == Fraction(3, 5)
+    interval = summary.pass_at_1_interval
+    assert (interval.method, interval.count, interval.nobs) == ("clopper-pearson", 3, 5)
+    assert interval.low == pytest.approx(beta.ppf(0.025, 3, 3)) and interval.high == pytest.approx(beta.ppf(0.975, 4, 2))
+    # the plan pass rates 1, 1, 1, 1/2, 1/2 have a t interval crossing 1: the pooled binomial instead
+    assert summary.plan_pass_interval.method == "clopper-pearson"
+    passes = {0: 3, 1: 2, 2: 3, 3: 2, 4: 1}  # of four plans each: rates 3/4, 1/2, 3/4, 1/2, 1/4
+    middling = summarize([Build(f"task{i}", f"b{i}", {f"p{j}": "passed" if j < n else "failed" for j in range(4)})
+                          for i, n in passes.items()])
+    rates = [n / 4 for n in passes.values()]
+    mean = sum(rates) / 5
+    sd = (sum((r - mean) ** 2 for r in rates) / 4) ** 0.5
+    plan = middling.plan_pass_interval
+    assert plan.method == "t" and plan.df == 4
+    assert plan.half_width == pytest.approx(t.ppf(0.975, 4) * sd / 5 ** 0.5)
+    assert "one build per product" in summary.interval_note

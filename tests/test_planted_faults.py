@@ -1,6 +1,6 @@
-"""The planted-fault corpus: every default rule catches its own fault, and only its fault.
+"""The planted-fault corpus of rule set v1: every v1 rule catches its own fault, and only its fault.
 
-``tests/fixtures/planted/<rule-id>/{fault,clean}.jsonl`` pairs a run committing one
+``tests/fixtures/planted-v1/<rule-id>/{fault,clean}.jsonl`` pairs a run committing one
 rule's fault with the same run repaired. The corpus must cover the whole default
 rule set, each fault must be flagged by its rule, no clean twin may be flagged by
 any rule, and no fault run may be flagged by another rule (collateral). Then the
@@ -32,8 +32,9 @@ from rules.planted import (
     violations,
 )
 
-CORPUS = Path(__file__).parent / "fixtures" / "planted"
-DEFAULT = load_ruleset()
+# The corpus of rule set v1, kept with it (tests/test_planted_v2.py covers the v2 corpus).
+CORPUS = Path(__file__).parent / "fixtures" / "planted-v1"
+DEFAULT = load_ruleset(Path(__file__).parent.parent / "rules" / "sets" / "default-v1.yaml")
 RULE_IDS = [rule.id for rule in DEFAULT.rules]
 
 

@@ -64,32 +64,39 @@ def _run_id(model: str, task: str, index: int) -> str:
 
 
 def native_run(model: str, task: str, index: int, good: bool, reward: str, judge_flips: bool) -> list[dict[str, Any]]:
-    """A short run: with a good process it plans, reads, edits and tests; with a bad one it edits
-    ``src/app.py`` unread at seq 2 (a ``read-before-edit`` violation). Then its verdict and grades."""
+    """A short run: with a good process it plans, reproduces with a test, reads, edits and tests again; with a
+    bad one it edits ``src/app.py`` at seq 2 before any test (a ``test-before-first-edit`` violation), unread.
+    Then its verdict and grades (the human's check and overall grade, the judge's check)."""
     rid = _run_id(model, task, index)
-    plan_text = "Plan: read src/app.py, change it, run the tests."
+    plan_text = "Plan: reproduce with the tests, read src/app.py, change it, run the tests."
     if model == HOSTILE_MODEL and index == 0:
         plan_text = HOSTILE_TEXT + plan_text
+    rows: list[tuple[str, dict[str, Any]]] = []
+    if good:
+        rows += [("message", {"text": plan_text, "intent": "plan"}),
+                 ("test_run", {"command": "pytest -q", "passed": 2, "failed": 1, "exit_code": 1}),
+                 ("file_read", {"path": "src/app.py"}),
+                 ("file_edit", {"path": "src/app.py", "edit_kind": "modify"})]
+    else:
+        rows += [("message", {"text": "Changing it right away.", "intent": "progress"}),
+                 ("file_edit", {"path": "src/app.py", "edit_kind": "modify"}),
+                 ("message", {"text": "done editing", "intent": "progress"})]
+    rows += [
+        ("test_run", {"command": "pytest -q", "passed": 3, "failed": 0, "exit_code": 0}),
+        ("completion_claim", {"claim": "The change is done; tests pass.", "scope": "run"}),
+        ("run_ended", {"actor": "harness", "status": "completed"}),
+        ("acceptance_verdict", {"actor": "grader", "verifier": "hidden-tests", "status": "evaluated",
+                                "reward": reward}),
+        ("grade", {"actor": "human", "layer": "check", "item": "context_preservation", "passed": good,
+                   "sheet": "report-test"}),
+        ("grade", {"actor": "human", "layer": "overall", "value": 4 if good else 2, "scale_min": 1,
+                   "scale_max": 5, "sheet": "report-test"}),
+        ("grade", {"actor": "judge", "layer": "check", "item": "context_preservation",
+                   "passed": (not good) if judge_flips else good, "sheet": "report-test"}),
+    ]
     events = [run_started(rid, model=model, task_id=task, harness={"name": "report-test", "version": "1"},
                           model_settings={"temperature": 0})]
-    if good:
-        events += [ev("message", 1, rid, text=plan_text, intent="plan"),
-                   ev("file_read", 2, rid, path="src/app.py"),
-                   ev("file_edit", 3, rid, path="src/app.py", edit_kind="modify")]
-    else:
-        events += [ev("message", 1, rid, text="Changing it right away.", intent="progress"),
-                   ev("file_edit", BAD_EDIT_SEQ, rid, path="src/app.py", edit_kind="modify"),
-                   ev("message", 3, rid, text="done editing", intent="progress")]
-    events += [
-        ev("test_run", 4, rid, command="pytest -q", passed=3, failed=0, exit_code=0),
-        ev("completion_claim", 5, rid, claim="The change is done; tests pass.", scope="run"),
-        ev("run_ended", 6, rid, actor="harness", status="completed"),
-        ev("acceptance_verdict", 7, rid, actor="grader", verifier="hidden-tests", status="evaluated", reward=reward),
-        ev("grade", 8, rid, actor="human", layer="check", item="context_preservation", passed=good,
-           sheet="report-test"),
-        ev("grade", 9, rid, actor="judge", layer="check", item="context_preservation",
-           passed=(not good) if judge_flips else good, sheet="report-test"),
-    ]
+    events += [ev(kind, seq, rid, **fields) for seq, (kind, fields) in enumerate(rows, start=1)]
     return events
 
 
@@ -207,19 +214,21 @@ def test_report_in_chromium(report_db: str, tmp_path: Path) -> None:
                 assert cells[2] == expected[model]["process"], (model, cells)
                 assert cells[3] == expected[model]["pass_at_1"], (model, cells)
             assert rows["model-a"][3] == "75.0" and rows["model-b"][3] == "100.0" and rows[HOSTILE_MODEL][3] == "25.0"
-            # model-a leads on process, model-b on pass@1: a rank flip naming read-before-edit
+            # model-a leads on process, model-b on pass@1: a rank flip naming test-before-first-edit
             flips = page.evaluate(_ROWS_JS, "table.flips tbody tr")
-            assert any(f[0] == "model-a" and f[1] == "model-b" and "read-before-edit" in f[4] for f in flips), flips
+            assert any(f[0] == "model-a" and f[1] == "model-b" and "test-before-first-edit" in f[4] for f in flips), flips
             # the calibration: rules agree with the human on all 12 runs, the judge on 11
             agreement = page.evaluate("""() => Object.fromEntries(Array.from(document.querySelectorAll(
-                'table.agreement tbody tr[data-group="all"]')).map(tr => [tr.dataset.candidate,
+                'table.agreement tbody tr[data-layer="check"][data-group="all"]')).map(tr => [tr.dataset.candidate,
                 tr.querySelector('td.agreement').innerText]))""")
             assert agreement == {"judge": "91.7", "rules": "100.0"}, agreement
 
             # every chart is drawn, with a mark per model (the harness samples with verdicts add theirs)
             for chart, marks, labelled in (("chart-scatter", "circle.point", True), ("chart-bump", "circle.rank", True),
                                            ("chart-pass-intervals", "circle.estimate", True),
-                                           ("chart-agreement", "circle.estimate", False)):
+                                           ("chart-agreement", "circle.estimate", False),
+                                           ("chart-runs-outcome", "circle.run-point", True),
+                                           ("chart-runs-human", "circle.run-point", True)):
                 svg = page.locator(f"#{chart} svg")
                 box = svg.bounding_box()
                 assert box is not None and box["width"] > 50 and box["height"] > 50, (chart, box)
@@ -239,11 +248,12 @@ def test_report_in_chromium(report_db: str, tmp_path: Path) -> None:
             assert section.count() == 1
             row = page.locator(f"#{event_anchor(bad, BAD_EDIT_SEQ)}")
             assert "cited" in (row.get_attribute("class") or "")
-            assert row.locator(".finding-tag").all_inner_texts() == ["read-before-edit"]
+            assert row.locator(".finding-tag").all_inner_texts() == ["test-before-first-edit",
+                                                                     "edits-within-explored-areas"]
             assert row.locator("td").nth(3).inner_text() == "file_edit"
             background = row.evaluate("tr => getComputedStyle(tr).backgroundColor")
             assert background not in ("rgba(0, 0, 0, 0)", "transparent"), background
-            finding = section.locator('li.finding[data-rule="read-before-edit"]')
+            finding = section.locator('li.finding[data-rule="test-before-first-edit"]')
             assert finding.count() == 1
             link = finding.locator("a").first
             assert link.get_attribute("href") == f"#{event_anchor(bad, BAD_EDIT_SEQ)}"
@@ -254,6 +264,35 @@ def test_report_in_chromium(report_db: str, tmp_path: Path) -> None:
             assert HOSTILE_TEXT in hostile.locator("table.timeline").inner_text()
             # a run from the harness samples has its section too
             assert page.locator("section.run[data-run-id^='codex/']").count() >= 1
+
+            # the headline: graded and not graded runs, groups, tasks, the rank agreement with its interval
+            facts = page.evaluate("""() => Object.fromEntries(Array.from(document.querySelectorAll(
+                'dl.headline .fact')).map(f => [f.dataset.fact, f.querySelector('dd').innerText]))""")
+            reader = open_store(report_db)
+            try:
+                views = load_runs(reader, load_ruleset())
+            finally:
+                reader.close()
+            graded = [v for v in views if v.process is not None and v.process.total is not None]
+            assert facts["runs"] == str(len(views)) and facts["graded"] == str(len(graded))
+            assert facts["not-graded"].startswith(f"{len(views) - len(graded)} (")
+            assert facts["not-graded"].endswith(f"{len(views) - len(graded)} no model decisions)")
+            assert re.match(r"-?\d\.\d\d \[-?\d\.\d\d, -?\d\.\d\d\]; \d+ groups", facts["tau"]), facts["tau"]
+            assert "AUC" not in facts["auc"] and re.match(r"\d\.\d\d", facts["auc"]), facts["auc"]
+            assert page.locator("details.suppressed li").count() >= 1
+            # ungraded runs are listed apart, never ranked, and shown as not graded in the runs table
+            listed = page.locator('#not-graded details[data-reason="not graded: no model decisions"] li')
+            assert listed.count() == sum(1 for v in views if v.process.total is None)
+            tb = next(v.run_id for v in views if v.run_id.startswith("terminal-bench/") and v.process.total is None)
+            cell = page.locator(f'table.runs tr[data-run-id="{tb}"]')
+            assert cell.locator("td.process-score").inner_text() == "not graded"
+            short = cell.locator("code").first
+            assert short.get_attribute("title") == tb and len(short.inner_text()) <= 30 and short.inner_text() != tb
+            assert "(none)" not in page.locator("table.groups").inner_text()
+            # the rule-outcome table: a pooled row per rule, with the odds ratio or the reason it has none
+            pooled = page.locator('table.association tr.pooled[data-rule="test-before-first-edit"]')
+            assert pooled.count() == 1 and int(pooled.locator("td").nth(2).inner_text()) >= 12
+            assert page.locator("table.applicability tbody tr").count() == len(load_ruleset().rules)
         finally:
             browser.close()
 
@@ -331,8 +370,9 @@ def test_cli_report(report_db: str, tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     lines = result.output.splitlines()
     assert lines[0] == str(out)
-    assert re.match(r"\d+ runs in \d+ groups by model, \d+ rule violations; \d+ groups compared \(\d+ ranked, "
-                    r"\d+ rank flips\); calibration of \d+ comparisons on 1 layers$", lines[1]), lines[1]
+    assert re.match(r"\d+ runs \(\d+ graded, \d+ not graded\) in \d+ groups by model, \d+ rule violations; \d+ groups "
+                    r"compared \(\d+ ranked, \d+ rank flips\); \d+ of \d+ rules associated with outcome; "
+                    r"calibration of \d+ comparisons on 2 layers$", lines[1]), lines[1]
     assert out.read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
     short = CliRunner().invoke(app, ["report", "--html", str(out), "--no-timelines", "--db", report_db])
     assert short.exit_code == 0, short.output

@@ -36,10 +36,24 @@ rules:
 def test_default_ruleset_loads_and_covers_the_issue() -> None:
     ruleset = load_ruleset()
     ids = {r.id for r in ruleset.rules}
-    assert len(ids) == 11
+    assert (ruleset.version, ruleset.semantics, len(ids)) == (2, 2, 15)
     assert all(r.rationale.strip() for r in ruleset.rules)
-    assert {r.pattern for r in ruleset.rules} <= set(BEHAVIOUR_PATTERNS)
-    assert {c for r in ruleset.rules for c in r.checks} <= set(BINARY_CHECKS)
+    # every Arena behaviour pattern and binary check has a rule
+    assert {r.pattern for r in ruleset.rules} == set(BEHAVIOUR_PATTERNS)
+    assert {c for r in ruleset.rules for c in r.checks} == set(BINARY_CHECKS)
+    # every rationale states its evidence grade or its reason
+    assert all("Evidence" in r.rationale or "Reason" in r.rationale or "issue 10" in r.rationale
+               for r in ruleset.rules)
+    # rules the evidence reversed are gone; v1 stays loadable as it was
+    assert not ids & {"read-before-edit", "verify-after-edit", "plan-before-first-edit"}
+    v1 = load_ruleset(ROOT / "rules" / "sets" / "default-v1.yaml")
+    assert (v1.version, v1.semantics, len(v1.rules)) == (1, 1, 11)
+
+
+def test_semantics_1_cannot_use_what_semantics_2_added() -> None:
+    text = (ROOT / "rules" / "sets" / "default-v1.yaml").read_text()
+    with pytest.raises(InputError, match="need semantics 2"):
+        parse_ruleset(text.replace("key: cmd_hash", "key: cmd_key"), "v1.yaml")
 
 
 def test_default_ruleset_validates_against_the_published_schema() -> None:
@@ -111,16 +125,18 @@ def test_validate_rules_command_prints_the_detection_table(tmp_path: Path) -> No
     done = subprocess.run([sys.executable, "-m", "engine.cli", "validate-rules", str(corpus)], capture_output=True,
                           cwd=ROOT)
     assert done.returncode == 0, done.stderr
-    assert b"detected 11/11 faults; 0 clean twins falsely flagged" in done.stdout
+    assert (b"detected 37/37 faults (100%); 0 clean twins falsely flagged; 0 fault runs also flagged by another "
+            b"rule; at least 2 cases per rule; patterns 8/8, checks 5/5 validated") in done.stdout
     # A corpus whose twins are swapped flags a clean twin and misses the fault: exit 1.
     import shutil
 
     broken = tmp_path / "planted"
+    corpus = ROOT / "tests" / "fixtures" / "planted-v1"
     shutil.copytree(corpus / "read-before-edit", broken / "read-before-edit")
     (broken / "read-before-edit" / "fault.jsonl").rename(broken / "read-before-edit" / "tmp.jsonl")
     (broken / "read-before-edit" / "clean.jsonl").rename(broken / "read-before-edit" / "fault.jsonl")
     (broken / "read-before-edit" / "tmp.jsonl").rename(broken / "read-before-edit" / "clean.jsonl")
-    done = subprocess.run([sys.executable, "-m", "engine.cli", "validate-rules", str(broken)], capture_output=True,
-                          cwd=ROOT)
+    done = subprocess.run([sys.executable, "-m", "engine.cli", "validate-rules", str(broken), "--rules",
+                           str(ROOT / "rules" / "sets" / "default-v1.yaml")], capture_output=True, cwd=ROOT)
     assert done.returncode == 1
-    assert b"detected 0/1 faults; 1 clean twins falsely flagged" in done.stdout
+    assert b"detected 0/1 faults (0%); 1 clean twins falsely flagged" in done.stdout

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import itertools
 import re
+from pathlib import Path
 from typing import Any
 
 from hypothesis import HealthCheck, given, settings
@@ -73,6 +74,7 @@ def test_generated_rules_agree_with_monitor(store: EventStore, data: st.DataObje
 # --- 2. the default rule set -------------------------------------------------------------------
 
 _DEFAULT = load_ruleset()
+_DEFAULT_V1 = load_ruleset(Path(__file__).parent.parent / "rules" / "sets" / "default-v1.yaml")
 
 
 @settings(max_examples=80, deadline=None,
@@ -82,8 +84,9 @@ def test_default_ruleset_agrees_with_monitor(store: EventStore, data: st.DataObj
     run_id = _fresh_run_id("default")
     events = data.draw(trace(run_id), label="events")
     store.append(run_id, events)
-    sql, canonical = both_backends(store, _DEFAULT, run_id)
-    assert_same(sql, canonical, _DEFAULT)
+    for ruleset in (_DEFAULT, _DEFAULT_V1):
+        sql, canonical = both_backends(store, ruleset, run_id)
+        assert_same(sql, canonical, ruleset)
 
 
 def test_runs_do_not_leak_into_each_other(store: EventStore) -> None:
@@ -231,19 +234,22 @@ def _build(run_id: str, specs: list[dict[str, Any]]) -> list[Event]:
             for seq, spec in enumerate(lines)]
 
 
-def _ruleset(*rules: dict[str, Any]) -> RuleSet:
+def _ruleset(*rules: dict[str, Any], semantics: int = 1) -> RuleSet:
+    """Hand-written rule sets: template semantics 1 unless asked (the tests below written for
+    it keep guarding rule sets of v1; semantics 2's differences have their own tests)."""
     full = [{"id": f"r{i}", "title": "t", "rationale": "r", **rule} for i, rule in enumerate(rules)]
-    return RuleSet.model_validate({"name": "hand", "version": 1, "rules": full})
+    return RuleSet.model_validate({"name": "hand", "version": 1, "semantics": semantics, "rules": full})
 
 
 Expected = list[tuple[str, int | None, int | None, tuple[int, ...]]]
 
 
-def check(store: EventStore, rule: dict[str, Any], specs: list[dict[str, Any]], expected: Expected) -> None:
+def check(store: EventStore, rule: dict[str, Any], specs: list[dict[str, Any]], expected: Expected,
+          semantics: int = 1) -> None:
     """Both back-ends give exactly ``expected`` (verdict, seq, stage, cited) for ``rule`` on the run."""
     run_id = _fresh_run_id("hand")
     store.append(run_id, _build(run_id, specs))
-    ruleset = _ruleset(rule)
+    ruleset = _ruleset(rule, semantics=semantics)
     sql, canonical = both_backends(store, ruleset, run_id)
     want = [Finding("r0", verdict, seq, stage, cited) for verdict, seq, stage, cited in expected]
     assert canonical["r0"] == want, "monitor"
@@ -631,8 +637,9 @@ def test_not_coexistence(store: EventStore) -> None:
         _e("correction", stage=1, actor="human:bob"),            # 3
         _e("file_edit", stage=1, path="a", edit_kind="modify"),  # 4
         _e("correction", stage=1, actor="human"),                # 5
-        _e("message", stage=2),                                  # 6
-        _e("correction", actor="human"),                         # 7 no stage
+        _e("stage_ended", stage=1, actor="harness"),             # 6 (closes the round the corrections opened)
+        _e("message", stage=2),                                  # 7
+        _e("correction", actor="human"),                         # 8 no stage of its own
     ], [
         ("fulfilled", None, 0, (1,)),
         ("violated", None, 1, (3, 4)),
@@ -674,8 +681,8 @@ def test_default_ruleset_on_a_hand_written_run(store: EventStore) -> None:
         _e("file_edit", stage=1, path="/etc/passwd", edit_kind="modify"),            # 11 protected, deadline
     ]
     store.append(run_id, _build(run_id, specs))
-    sql, canonical = both_backends(store, _DEFAULT, run_id)
-    assert_same(sql, canonical, _DEFAULT)
+    sql, canonical = both_backends(store, _DEFAULT_V1, run_id)
+    assert_same(sql, canonical, _DEFAULT_V1)
     F = Finding
     assert sql["read-before-edit"] == [F("read-before-edit", "fulfilled", 3, None, (2, 3)),
                                        F("read-before-edit", "violated", 6, None, (6,)),

@@ -50,25 +50,34 @@ def test_score_document_shape_and_exact_score(store: EventStore, tmp_path: Path)
     ruleset = load_ruleset()
     doc = compute_score(store, ruleset, "faulty-1")
     body = doc.body
-    assert body["format"] == "procgrade.score/1"
+    assert body["format"] == "procgrade.score/2"
     assert body["run_head_hash"] == store.run("faulty-1").head_hash
     assert body["run_event_count"] == 7
     assert [r["id"] for r in body["rules"]] == sorted(r.id for r in ruleset.rules)
     rules = {r["id"]: r for r in body["rules"]}
-    claim = rules["claim-backed-by-passing-test"]
+    claim = rules["claim-not-contradicted"]
     assert (claim["fulfilled"], claim["violated"], claim["vacuous"]) == (0, 1, 0)
     assert claim["violations"] == [{"seq": 5, "stage": None, "cited": [4, 5]}]  # the last failing run
-    thrash = rules["no-repeated-failing-command"]
+    thrash = rules["no-repeated-identical-command"]
     assert thrash["violations"] == [{"seq": 4, "stage": None, "cited": [3, 4]}]
-    plan = rules["plan-before-first-edit"]
-    assert plan["violations"] == [{"seq": 2, "stage": 0, "cited": [2]}]
+    first = rules["test-before-first-edit"]
+    assert first["violations"] == [{"seq": 2, "stage": None, "cited": [2]}]
     # The process score is the weighted mean of per-rule ratios, exactly.
-    ratios = [Fraction(int(r["score"]["num"]), int(r["score"]["den"])) for r in body["rules"] if r["score"]]
-    assert doc.process_score == sum(ratios, Fraction(0)) / len(ratios)
+    weighted = [(r["weight"], Fraction(int(r["score"]["num"]), int(r["score"]["den"])))
+                for r in body["rules"] if r["score"]]
+    assert doc.process_score == sum((w * x for w, x in weighted), Fraction(0)) / sum(w for w, _ in weighted)
     assert body["process_score"] == {"num": str(doc.process_score.numerator),
                                      "den": str(doc.process_score.denominator)}
     assert "sum(weight(r) * rule_score(r))" in body["formula"]
-    assert body["patterns"]["completion_claim_accuracy"]["score"] == {"num": "0", "den": "1"}
+    # contradicted claim (0/1, weight 3) and a claim made (1/1, weight 2)
+    assert body["patterns"]["completion_claim_accuracy"]["score"] == {"num": "2", "den": "5"}
+    applicable = [r for r in body["rules"] if r["fulfilled"] + r["violated"]]
+    assert body["coverage"] == {"rules": 15, "rules_applicable": len(applicable),
+                                "judged_activations": sum(r["fulfilled"] + r["violated"] for r in applicable),
+                                "model_events": 4}
+    # the same run under rule set v1 keeps the v1 layout: no coverage, format 1
+    v1 = compute_score(store, load_ruleset(ROOT / "rules" / "sets" / "default-v1.yaml"), "faulty-1").body
+    assert v1["format"] == "procgrade.score/1" and "coverage" not in v1 and v1["semantics_version"] == "1"
     assert doc.canonical == orjson.dumps(body, option=orjson.OPT_SORT_KEYS)  # no floats: orjson == RFC 8785
 
 
@@ -104,7 +113,7 @@ def test_score_bytes_identical_across_hash_seeds(tmp_path: Path) -> None:
         done = subprocess.run([sys.executable, "-c", script, f"sqlite:///{db}"], env=env, capture_output=True,
                               check=True, cwd=ROOT)
         outputs.add(done.stdout)
-    assert len(outputs) == 1 and b"procgrade.score/1" in outputs.pop()
+    assert len(outputs) == 1 and b"procgrade.score/2" in outputs.pop()
 
 
 def test_rescore_output_independent_of_workers(tmp_path: Path) -> None:
@@ -132,7 +141,7 @@ def test_rescoring_is_idempotent_and_a_new_ruleset_adds_scores(store: EventStore
     assert not any(o.written for o in score_runs(store, run_ids, default))
     heavier = parse_ruleset(
         (ROOT / "rules" / "sets" / "default.yaml").read_text().replace("name: default", "name: heavier")
-        .replace("template: no_repeat", "template: no_repeat\n    weight: 5"),
+        .replace("    weight: 2\n    template: no_repeat", "    weight: 5\n    template: no_repeat"),
         "heavier.yaml")
     score_runs(store, run_ids, heavier)
     scores = ScoreStore(store).scores()
@@ -203,7 +212,7 @@ def test_cli_score_explain_and_verify(tmp_path: Path) -> None:
     assert b"faulty-1" in done.stdout and b"new" in done.stdout
     explained = subprocess.run([*PROCGRADE, "explain", "--db", url, "faulty-1"], check=True,
                                capture_output=True, cwd=ROOT, env=dict(os.environ, COLUMNS="200"))
-    assert b"claim-backed-by-passing-test" in explained.stdout
+    assert b"claim-not-contradicted" in explained.stdout
     assert b"seq 5 [agent] completion_claim: claims done: ALL PASSED" in explained.stdout
     verified = subprocess.run([*PROCGRADE, "verify", "--db", url], check=True, capture_output=True, cwd=ROOT)
     assert b"1 stored scores reproduce byte for byte" in verified.stdout

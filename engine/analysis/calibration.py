@@ -25,7 +25,10 @@ Graders
     the runs, not agreement.
   - every other layer: no rules labels (a note says so).
 
-  Rules are read on the items the reference graded.
+  Rules are read on the items the reference graded, and only on **graded runs**
+  (:mod:`engine.analysis.graded_runs`): a run with no process score ("not graded: no model decisions") or
+  below ``min_coverage`` gives no rules label; the runs the reference graded that are left out this way
+  are listed (``not_graded``) with the reason.
 
 Items and labels
 ----------------
@@ -45,12 +48,14 @@ What is computed, per layer
 * McNemar's test between every two candidates on the items all three graded (is each candidate's label the
   reference's?), at the run level when rules take part;
 * the pairwise agreement matrix over every actor that graded the layer (as Vibe Code Bench's evaluator table);
-* the rank correlation of the per-group means (groups = the ``by`` field, else ``model``) of reference and
+* the rank correlation of the per-group means (groups = the ``by`` field, else ``model``, model names through
+  :mod:`engine.analysis.model_identity`; a run without the field is in no group) of reference and
   candidate over the items both graded: resampling the tasks when every group has every task
   (:func:`~engine.analysis.rankings.rank_agreement_over_tasks`), else the groups;
 * Bradley-Terry ratings of the groups, for the reference and each candidate: runs of the same task are paired,
   the run with the higher grade (its mean label on the layer) wins, a tie is half a win; seeded bootstrap
-  intervals;
+  intervals. A group with fewer than :data:`MIN_GAMES` games gets no rating (its games are set aside, and the
+  notes say so): no rating from a single game;
 * the variance decomposition of the graders' run scores into generation (the run, within its task) and
   re-grading (a grading pass = one actor and sheet; a pass's run score is its mean label on the layer), where
   some run was graded more than once; otherwise a note.
@@ -94,6 +99,7 @@ from engine.analysis.agreement import (
     variance_decomposition,
 )
 from engine.analysis.dataset import RunView, group_key
+from engine.analysis.graded_runs import coverage_text, select_graded
 from engine.analysis.rankings import (
     RankAgreement,
     rank_agreement,
@@ -125,6 +131,9 @@ CLASS_GRADERS = ("human", "judge")
 RULES = "rules"
 #: Layers on which rules give labels, and how they are compared.
 _RULES_MODE = {"check": "agreement", "pattern": "rank", "overall": "rank"}
+
+#: The fewest games a group needs for a Bradley-Terry rating.
+MIN_GAMES = 2
 
 #: (run, layer, item or "", round or -1): sortable, no None inside.
 Key = tuple[str, str, str, int]
@@ -226,6 +235,15 @@ class LayerCalibration(_Plain):
 
 
 @dataclass(frozen=True)
+class NotGraded(_Plain):
+    """A run the reference graded that gives no rules label, and why (``coverage``: applicable/all rules)."""
+
+    run: str
+    reason: str
+    coverage: str
+
+
+@dataclass(frozen=True)
 class Calibration(_Plain):
     reference: str
     candidates: tuple[str, ...]
@@ -238,6 +256,8 @@ class Calibration(_Plain):
     ruleset_hash: str | None
     layers: tuple[LayerCalibration, ...]
     notes: tuple[str, ...]
+    not_graded: tuple[NotGraded, ...] = ()
+    min_coverage: str | None = None
 
     def layer(self, name: str) -> LayerCalibration:
         for layer in self.layers:
@@ -367,13 +387,15 @@ class _Grader:
 
 def calibrate(runs: Sequence[RunView], reference: str, candidates: Sequence[str], *, layer: str | None = None,
               by: str | None = None, seed: int = 0, bootstrap: int = 1000,
-              confidence: float = 0.95) -> Calibration:
+              confidence: float = 0.95, min_coverage: Any = None, identity: Any = None) -> Calibration:
     """Calibrate ``candidates`` against ``reference`` over ``runs`` (see the module docstring).
 
     ``layer`` limits the calibration to one layer (default: every layer the reference graded); ``by`` adds one
     row per group of that provenance field (``harness``, ``model``, ``labels.<key>``, ...) and is what rank
     correlations and ratings group by (default ``model``). ``bootstrap`` resamples for rank-correlation and
-    Bradley-Terry intervals, seeded with ``seed``."""
+    Bradley-Terry intervals, seeded with ``seed``. ``min_coverage`` (a Fraction) leaves rules labels out for
+    runs with a smaller share of applicable rules; ``identity`` groups model names
+    (:class:`~engine.analysis.model_identity.ModelIdentity`)."""
     runs = sorted(runs, key=lambda r: r.run_id)
     candidates = tuple(candidates)
     if not candidates:
@@ -404,11 +426,19 @@ def calibrate(runs: Sequence[RunView], reference: str, candidates: Sequence[str]
                 f"no grade by {name!r}: name human, judge, rules, an actor ({', '.join(known_actors) or 'none stored'})"
                 f" or a sheet ({', '.join(known_sheets) or 'none stored'})")
     digest = None
+    not_graded: list[NotGraded] = []
+    rules_runs = frozenset(r.run_id for r in runs)
     if RULES in candidates:
         missing = [r.run_id for r in runs if r.process is None]
         if missing:
             raise CalibrationError(f"rules: run {missing[0]} has no process score (load the runs with a rule set)")
         digest = runs[0].process.ruleset_hash if runs and runs[0].process else None
+        selection = select_graded(runs, min_coverage)
+        rules_runs = selection.graded_ids
+        select_reference = _selector(reference)
+        referenced = {g.run_id for g in grades if select_reference(g)}
+        not_graded = [NotGraded(e.run_id, e.reason, e.coverage_text) for e in selection.left_out
+                      if e.run_id in referenced]
     select_ref = _selector(reference)
     graded_layers = [name for name in GRADE_LAYERS
                      if any(g.layer == name and select_ref(g) and (g.value is not None or g.passed is not None)
@@ -419,13 +449,17 @@ def calibrate(runs: Sequence[RunView], reference: str, candidates: Sequence[str]
                                + (f" (graded layers: {', '.join(graded_layers)})" if graded_layers else ""))
     with _one_blas_thread():
         results = tuple(_calibrate_layer(runs, name, reference, candidates, by, rank_by, seed, bootstrap,
-                                         confidence) for name in layers)
+                                         confidence, rules_runs, identity) for name in layers)
     notes = (("an item graded more than once by one grader counts once in agreement, the matrix, rank "
               "correlations and ratings: its first grade in seq order; the re-grades feed the variance "
               "decomposition"),)
+    if not_graded:
+        notes += (f"rules give no label on {len(not_graded)} run(s) the reference graded: not graded (no process "
+                  "score) or below --min-coverage; they are listed apart",)
     return Calibration(reference=reference, candidates=candidates, by=by, rank_by=rank_by, seed=seed,
                        bootstrap=bootstrap, confidence=confidence, runs=len(runs), ruleset_hash=digest,
-                       layers=results, notes=notes)
+                       layers=results, notes=notes, not_graded=tuple(not_graded),
+                       min_coverage=None if min_coverage is None else coverage_text(min_coverage))
 
 
 def _one_blas_thread() -> Any:
@@ -448,7 +482,7 @@ def _one_blas_thread() -> Any:
 
 def calibrate_store(store: Any, reference: str, candidates: Sequence[str], *, layer: str | None = None,
                     by: str | None = None, rules: Path | str | None = None, seed: int = 0, bootstrap: int = 1000,
-                    confidence: float = 0.95) -> Calibration:
+                    confidence: float = 0.95, min_coverage: Any = None, identity: Any = None) -> Calibration:
     """:func:`calibrate` over every stored run; process scores (rule set ``rules``, default the built-in one)
     are computed only when ``rules`` is a candidate."""
     from engine.analysis.dataset import load_runs
@@ -460,7 +494,7 @@ def calibrate_store(store: Any, reference: str, candidates: Sequence[str], *, la
         ruleset = load_ruleset(rules)
     runs = load_runs(store, ruleset)
     return calibrate(runs, reference, candidates, layer=layer, by=by, seed=seed, bootstrap=bootstrap,
-                     confidence=confidence)
+                     confidence=confidence, min_coverage=min_coverage, identity=identity)
 
 
 def _layer_scale(grades: list[Grade]) -> tuple[str, tuple[Any, ...], list[str]]:
@@ -479,12 +513,13 @@ def _layer_scale(grades: list[Grade]) -> tuple[str, tuple[Any, ...], list[str]]:
 
 
 def _calibrate_layer(runs: list[RunView], layer: str, reference: str, candidates: tuple[str, ...], by: str | None,
-                     rank_by: str, seed: int, bootstrap: int, confidence: float) -> LayerCalibration:
+                     rank_by: str, seed: int, bootstrap: int, confidence: float, rules_runs: frozenset[str],
+                     identity: Any) -> LayerCalibration:
     layer_grades = [g for run in runs for g in run.grades if g.layer == layer]
     scale, labels, notes = _layer_scale(layer_grades)
     weights = "quadratic" if scale == "ordinal" else None
     runs_by_id = {r.run_id: r for r in runs}
-    group_of = {r.run_id: group_key(r, by) for r in runs} if by else {}
+    group_of = {r.run_id: group_key(r, by, identity) for r in runs} if by else {}
 
     ref_graded = _graded(runs, layer, scale, _selector(reference))
     ref = _Grader(reference, "item", "agreement", _first(ref_graded), ref_graded)
@@ -496,7 +531,8 @@ def _calibrate_layer(runs: list[RunView], layer: str, reference: str, candidates
             if mode is None:
                 notes.append(f"rules give no labels on layer {layer} (only check, pattern and overall)")
                 continue
-            graders.append(_Grader(RULES, "run", mode, _rules_labels(runs_by_id, layer, sorted(ref_run)), None))
+            keys = sorted(k for k in ref_run if k[0] in rules_runs)
+            graders.append(_Grader(RULES, "run", mode, _rules_labels(runs_by_id, layer, keys), None))
         else:
             graded = _graded(runs, layer, scale, _selector(name))
             if not graded:
@@ -518,7 +554,10 @@ def _calibrate_layer(runs: list[RunView], layer: str, reference: str, candidates
 
     groups: list[str | None] = [None]
     if by:
-        groups += _sorted({group_of[k[0]] for k in ref.view})
+        groups += _sorted({group_of[k[0]] for k in ref.view if group_of[k[0]] is not None})
+        ungrouped = len({k[0] for k in ref.view if group_of[k[0]] is None})
+        if ungrouped:
+            notes.append(f"{ungrouped} graded run(s) have no {by}: in no group (counted under all only)")
 
     def in_group(mapping: dict[Key, Any], group: str | None) -> dict[Key, Any]:
         return mapping if group is None else {k: v for k, v in mapping.items() if group_of[k[0]] == group}
@@ -548,7 +587,7 @@ def _calibrate_layer(runs: list[RunView], layer: str, reference: str, candidates
     else:
         notes.append(f"one actor graded layer {layer}: no agreement matrix")
 
-    rank_group = {r.run_id: group_key(r, rank_by) for r in runs}
+    rank_group = {r.run_id: group_key(r, rank_by, identity) for r in runs}
     task_of = {r.run_id: r.task_id or "(none)" for r in runs}
     rankings = tuple(_mean_ranking(g.name, rank_by, ref_view(g.level), g.view, rank_group, task_of, seed, bootstrap,
                                    confidence) for g in graders)
@@ -605,6 +644,8 @@ def _mean_ranking(name: str, by: str, ref: dict[Key, Any], cand: dict[Key, Any],
     items, r, c = paired_labels(ref, cand)
     cells: dict[tuple[str, str], tuple[list[float], list[float]]] = {}
     for key, x, y in zip(items, r, c):
+        if group_of[key[0]] is None:
+            continue  # a run without the field is in no group
         cell = cells.setdefault((group_of[key[0]], task_of[key[0]]), ([], []))
         cell[0].append(_number(x))
         cell[1].append(_number(y))
@@ -640,7 +681,7 @@ def _ratings(name: str, by: str, view: dict[Key, Any], runs: list[RunView], grou
     comparisons: list[tuple[str, str, float]] = []
     for task in _sorted(by_task):
         for x, y in combinations(sorted(by_task[task]), 2):
-            if group_of[x] == group_of[y]:
+            if group_of[x] == group_of[y] or group_of[x] is None or group_of[y] is None:
                 continue
             gx, gy = float(np.mean(per_run[x])), float(np.mean(per_run[y]))
             comparisons.append((group_of[x], group_of[y], 1.0 if gx > gy else 0.0 if gx < gy else 0.5))
@@ -648,6 +689,21 @@ def _ratings(name: str, by: str, view: dict[Key, Any], runs: list[RunView], grou
     if not comparisons:
         notes.append(f"no two runs of one task by different groups of {by}: no ratings")
         return Ratings(name, by, None, tuple(notes))
+    while True:  # set aside the games of groups with too few of them, until every group left has enough
+        games: dict[str, int] = {}
+        for a, b, _ in comparisons:
+            games[a] = games.get(a, 0) + 1
+            games[b] = games.get(b, 0) + 1
+        few = _sorted(g for g, n in games.items() if n < MIN_GAMES)
+        if not few:
+            break
+        notes.append("no Bradley-Terry rating from fewer than "
+                     f"{MIN_GAMES} games: " + ", ".join(f"{g} ({games[g]} game{'s' if games[g] != 1 else ''})"
+                                                         for g in few) + "; their games are set aside")
+        comparisons = [c for c in comparisons if c[0] not in few and c[1] not in few]
+        if not comparisons:
+            notes.append("no group has enough games: no ratings")
+            return Ratings(name, by, None, tuple(notes))
     result = bradley_terry(comparisons, seed=seed, n_bootstrap=bootstrap, confidence=confidence)
     return Ratings(name, by, result, tuple(notes))
 
@@ -809,3 +865,8 @@ def render(result: Calibration, console: Any) -> None:
             console.print(Text(f"note: {note}"))
     for note in result.notes:
         console.print(Text(f"note: {note}"))
+    if result.min_coverage is not None:
+        console.print(Text(f"--min-coverage {result.min_coverage}: rules label only runs with at least that share "
+                           "of applicable rules"))
+    for entry in result.not_graded:
+        console.print(Text(f"not graded, no rules label: {entry.run}: {entry.reason} (coverage {entry.coverage})"))

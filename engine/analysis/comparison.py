@@ -2,29 +2,35 @@
 from the rules and the outcome metrics side by side, their rankings, how well the rankings agree, and the
 rank flips with the rules that drive them.
 
-* **Groups** are the values of one provenance field (:func:`engine.analysis.dataset.group_key`; a run
-  without the field falls in ``(none)``), sorted; runs within a group sorted by run id.
+* **Groups** are the values of one provenance field (:func:`engine.analysis.dataset.group_key`; ``model``
+  through :mod:`engine.analysis.model_identity`, so ``openai/gpt-4o`` and ``gpt-4o-2024-05-13`` are one
+  group), sorted; runs within a group sorted by run id. A run without the field is never a group: it is
+  listed apart (``ungrouped``).
+* **Graded runs only** (:mod:`engine.analysis.graded_runs`): a run with no process score ("not graded: no
+  model decisions"), or below ``min_coverage``, is left out of the comparison, process and outcome side
+  alike (both rankings are over the same runs), and listed with its reason. ``procgrade outcomes`` gives
+  the outcome metrics of every run.
 * **Settings.** Runs whose settings (:func:`engine.analysis.outcome_builds.run_settings`: harness, harness
   version, model settings) differ within a group are not pooled: :class:`MixedGroupSettingsError` names
   every differing key with its values and runs, unless ``allow_mixed``, and then each group says which keys
   differ.
-* **Process score** of a group: the exact mean of its runs' process totals (runs with no applicable rule,
-  or not scored, are listed and left out). Per rule, the mean over the runs the rule applied to.
+* **Process score** of a group: the exact mean of its graded runs' process totals. Per rule, the mean over
+  the runs the rule applied to.
 * **Outcome** of a group: :func:`engine.analysis.outcome_metrics.summarize` over its judged runs' builds
   (:mod:`engine.analysis.outcome_builds`): pass@1, plan pass rate, ViBench 2.0 intervals, no-grade plans,
   ungraded builds; unjudged runs are listed. The outcome ranking uses pass@1.
 * **Rankings** (rank 1 = best, ties share the mean rank) over the groups that have both scores; groups
   missing either are listed with the reason.
 * **Rank agreement** (Spearman rho and Kendall tau-b with seeded bootstrap intervals,
-  :mod:`engine.analysis.rankings`): when every ranked group has both scores on the same two or more tasks
-  and nothing else (a complete task grid), :func:`rank_agreement_over_tasks` resamples the tasks (the right
-  bootstrap for a handful of groups); otherwise :func:`rank_agreement` resamples the groups. The result says
-  which, and why.
+  :mod:`engine.analysis.rankings`): when the ranked groups share two or more tasks on which each has both
+  scores (a task grid; tasks not shared by every group are left out of it and named),
+  :func:`rank_agreement_over_tasks` resamples the tasks (the right bootstrap for a handful of groups);
+  otherwise :func:`rank_agreement` resamples the groups. The result says which, and why. With fewer than
+  three groups there is no interval (two items are always perfectly concordant or discordant).
 * **Rank flips**: pairs ordered one way by the process score and the other by pass@1 (ties are no flips).
   For a flip where A is ahead by process and B by outcome, the rules driving it are the (at most three)
   rules applied in both groups whose mean score is higher in A than in B, largest gap first, with both
-  means, exactly; when fewer than three, they are followed by rules that never applied in A but scored
-  below 1 in B (lowest first, A's mean shown as not applicable).
+  means, exactly. A rule that did not apply on one side explains nothing and is never named.
 
 Everything is deterministic: sorted groups, runs, rules and flips; a fixed bootstrap seed.
 :meth:`Comparison.to_dict` is plain data for canonical JSON (exact rationals as ``"num/den"`` strings with
@@ -38,7 +44,8 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, Literal
 
-from engine.analysis.dataset import GROUPING_FIELDS, RunView, group_key
+from engine.analysis.dataset import GROUPING_FIELDS, RunView, check_field, group_key
+from engine.analysis.graded_runs import LeftOut, coverage_text, select_graded
 from engine.analysis.outcome_builds import RunOutcome, outcome_builds, run_settings
 from engine.analysis.outcome_metrics import (
     Build,
@@ -110,13 +117,6 @@ class MixedGroupSettingsError(MixedSettingsError):
             "refusing to pool runs whose settings differ within a group (--allow-mixed, or allow_mixed=True, "
             "pools them anyway and reports which differ):\n" + "\n".join(lines),
         )
-
-
-def check_field(by: str) -> str:
-    """``by`` if it names a provenance field runs can be grouped by, else ValueError listing the known ones."""
-    if by in GROUPING_FIELDS or (by.startswith(("settings.", "labels.")) and by.split(".", 1)[1]):
-        return by
-    raise ValueError(f"unknown grouping field {by!r} (known: {', '.join(GROUPING_FIELDS)}, settings.<key>, labels.<key>)")
 
 
 # --------------------------------------------------------------------------------------------
@@ -205,10 +205,11 @@ class GroupOutcome:
 
 
 def group_outcomes(runs: Iterable[RunView], by: str, *, allow_mixed: bool = False,
-                   confidence: float = 0.95) -> tuple[GroupOutcome, ...]:
-    """The outcome metrics of each group of runs, groups sorted. Raises :class:`MixedGroupSettingsError`
-    when runs of a group differ in settings, unless ``allow_mixed``."""
-    grouped = _grouped(runs, by)
+                   confidence: float = 0.95, identity: Any = None) -> tuple[GroupOutcome, ...]:
+    """The outcome metrics of each group of runs, groups sorted (runs without a value for ``by`` are in no
+    group). Raises :class:`MixedGroupSettingsError` when runs of a group differ in settings, unless
+    ``allow_mixed``."""
+    grouped = _grouped(runs, by, identity)
     differences = {g: settings_differences(_settings_builds(members)) for g, members in grouped.items()}
     mixed = {g: d for g, d in differences.items() if d}
     if mixed and not allow_mixed:
@@ -239,16 +240,15 @@ def group_outcomes(runs: Iterable[RunView], by: str, *, allow_mixed: bool = Fals
 @dataclass(frozen=True)
 class RuleGap:
     """One rule's mean score in the group ahead by process (``ahead``) and in the group ahead by outcome
-    (``behind``). ``ahead`` is None for a rule that never applied in the group ahead by process but lost
-    points in the other (listed after the rules that applied in both)."""
+    (``behind``); the rule applied in both."""
 
     rule_id: str
-    ahead: Fraction | None
+    ahead: Fraction
     behind: Fraction
 
     @property
-    def gap(self) -> Fraction | None:
-        return None if self.ahead is None else self.ahead - self.behind
+    def gap(self) -> Fraction:
+        return self.ahead - self.behind
 
 
 @dataclass(frozen=True)
@@ -270,7 +270,7 @@ class GroupComparison:
     #: Exact mean of the process totals of ``process_runs``; None when no run has one.
     process_score: Fraction | None
     process_runs: tuple[str, ...]
-    #: Runs with no applicable process score (no rule applied, or not scored).
+    #: Runs of the group left out as not graded (no process score, or below the coverage threshold).
     without_process: tuple[str, ...]
     #: Per rule applied to at least one run: its mean score over those runs.
     rule_means: Mapping[str, Fraction] = field(hash=False)
@@ -309,6 +309,11 @@ class Comparison:
     n_resamples: int
     confidence: float
     outcome_metric: str = OUTCOME_METRIC
+    #: Runs left out of the comparison (not graded, below the coverage threshold), with the reason.
+    not_graded: tuple[LeftOut, ...] = ()
+    #: Graded runs with no value for ``by``: no group, listed apart.
+    ungrouped: tuple[str, ...] = ()
+    min_coverage: Fraction | None = None
 
     def group(self, name: str) -> GroupComparison:
         for row in self.groups:
@@ -343,6 +348,10 @@ class Comparison:
             } for row in self.groups],
             "ranked": list(self.ranked),
             "excluded": [{"group": g, "reason": why} for g, why in self.excluded],
+            "min_coverage": None if self.min_coverage is None else coverage_text(self.min_coverage),
+            "not_graded": [{"run": e.run_id, "reason": e.reason, "coverage": e.coverage_text}
+                           for e in self.not_graded],
+            "ungrouped": list(self.ungrouped),
             "rank_agreement": {
                 "over": self.agreement_over,
                 "note": self.agreement_note,
@@ -364,17 +373,30 @@ class Comparison:
 
 
 def compare(runs: Iterable[RunView], by: str, *, allow_mixed: bool = False, seed: int = 0,
-            n_resamples: int = DEFAULT_RESAMPLES, confidence: float = 0.95, ruleset: Any = None) -> Comparison:
+            n_resamples: int = DEFAULT_RESAMPLES, confidence: float = 0.95, ruleset: Any = None,
+            min_coverage: Fraction | None = None, identity: Any = None) -> Comparison:
     """Process score against outcome, per group of ``runs`` by provenance field ``by``.
 
     ``runs`` come from :func:`engine.analysis.dataset.load_runs` with a rule set (without one there is no
     process score and nothing is ranked). ``ruleset`` (optional) names the rule set in the result.
+    ``min_coverage`` leaves out runs with a smaller share of applicable rules; ``identity``
+    (:class:`~engine.analysis.model_identity.ModelIdentity`) groups model names (default: normalised).
     Raises :class:`MixedGroupSettingsError` when a group's runs differ in settings, unless ``allow_mixed``;
     ValueError for an unknown field.
     """
-    runs = list(runs)
-    outcomes = group_outcomes(runs, by, allow_mixed=allow_mixed, confidence=confidence)
+    check_field(by)
+    all_runs = sorted(runs, key=lambda r: r.run_id)
+    selection = select_graded(all_runs, min_coverage)
+    graded_ids = selection.graded_ids
+    ungrouped = tuple(r.run_id for r in selection.graded if group_key(r, by, identity) is None)
+    runs = [r for r in selection.graded if group_key(r, by, identity) is not None]
+    outcomes = group_outcomes(runs, by, allow_mixed=allow_mixed, confidence=confidence, identity=identity)
     by_id = {r.run_id: r for r in runs}
+    left_out_of: dict[str, list[str]] = {}
+    for run in all_runs:
+        group = group_key(run, by, identity)
+        if run.run_id not in graded_ids and group is not None:
+            left_out_of.setdefault(group, []).append(run.run_id)
 
     rows: list[GroupComparison] = []
     for outcome in outcomes:
@@ -389,11 +411,13 @@ def compare(runs: Iterable[RunView], by: str, *, allow_mixed: bool = False, seed
             group=outcome.group, outcome=outcome,
             process_score=_mean([r.process.total for r in scored]) if scored else None,  # type: ignore[union-attr,misc]
             process_runs=tuple(r.run_id for r in scored),
-            without_process=tuple(r.run_id for r in members if r.run_id not in {s.run_id for s in scored}),
+            without_process=tuple(left_out_of.get(outcome.group, ())),
             rule_means={rule: _mean(scores) for rule, scores in sorted(rule_scores.items())},
         ))
 
-    excluded = []
+    excluded = [(group, f"not graded: all {len(ids)} run(s) left out ({selection.reason(ids[0])}"
+                        + (", ..." if len(ids) > 1 else "") + ")")
+                for group, ids in sorted(left_out_of.items()) if group not in {row.group for row in rows}]
     for row in rows:
         reasons = []
         if row.process_score is None:
@@ -420,17 +444,20 @@ def compare(runs: Iterable[RunView], by: str, *, allow_mixed: bool = False, seed
         members_of = {row.group: [by_id[i] for i in row.runs] for row in ranked_rows}
         grid, why_not = _task_grid(ranked_rows, members_of)
         if grid is not None:
-            tasks, process_cells, outcome_cells = grid
+            tasks, process_cells, outcome_cells, dropped = grid
             over = "tasks"
             agreement = rank_agreement_over_tasks(process_cells, outcome_cells, seed=seed, n_resamples=n_resamples,
                                                   confidence=confidence)
-            note = (f"the {len(ranked_rows)} groups share a complete grid of {len(tasks)} tasks: the bootstrap "
+            note = (f"the {len(ranked_rows)} groups share a grid of {len(tasks)} tasks: the bootstrap "
                     "resamples tasks, and correlates each group's mean over tasks of its per-task means")
+            if dropped:
+                note += (f"; {len(dropped)} task(s) not shared by every group are left out of the grid: "
+                         + ", ".join(dropped[:5]) + (", ..." if len(dropped) > 5 else ""))
             grid_process = {g: Fraction(sum((process_cells[g, t] for t in tasks), Fraction(0)), len(tasks))
                             for g in ranked}
             if ranks(grid_process) != ranks(process_scores):  # type: ignore[arg-type]
                 note += ("; the mean over tasks orders the process scores differently from the table's mean over "
-                         "runs (the tasks have unequal numbers of runs)")
+                         "runs (unequal numbers of runs per task, or tasks left out of the grid)")
         else:
             over = "groups"
             agreement = rank_agreement(process_scores, outcome_scores, seed=seed,  # type: ignore[arg-type]
@@ -442,12 +469,11 @@ def compare(runs: Iterable[RunView], by: str, *, allow_mixed: bool = False, seed
         means = {row.group: row.rule_means for row in ranked_rows}
         for flip in rank_flips(process_scores, outcome_scores):  # type: ignore[arg-type]
             a, b = flip.first, flip.second
+            # Only rules that applied on both sides can explain a flip: a rule that judged nothing in one
+            # group says nothing about that group's process.
             gaps = sorted((RuleGap(rule, means[a][rule], means[b][rule]) for rule in means[a]
                            if rule in means[b] and means[a][rule] > means[b][rule]),
-                          key=lambda gap: (-gap.ahead + gap.behind, gap.rule_id))  # type: ignore[operator]
-            gaps += sorted((RuleGap(rule, None, means[b][rule]) for rule in means[b]
-                            if rule not in means[a] and means[b][rule] < 1),
-                           key=lambda gap: (gap.behind, gap.rule_id))
+                          key=lambda gap: (-gap.gap, gap.rule_id))
             flips.append(Flip(a, b, (process_scores[a], process_scores[b]),  # type: ignore[arg-type]
                               (outcome_scores[a], outcome_scores[b]), tuple(gaps[:TOP_RULES])))  # type: ignore[arg-type]
         flips.sort(key=lambda f: (f.process_ahead, f.outcome_ahead))
@@ -465,7 +491,8 @@ def compare(runs: Iterable[RunView], by: str, *, allow_mixed: bool = False, seed
         by=by, ruleset_name=ruleset_name, ruleset_version=ruleset_version, ruleset_hash=digest,
         groups=tuple(rows), ranked=ranked, excluded=tuple(excluded), agreement=agreement, agreement_over=over,
         agreement_note=note, tasks=tuple(tasks), flips=tuple(flips), allow_mixed=allow_mixed, seed=seed,
-        n_resamples=n_resamples, confidence=confidence,
+        n_resamples=n_resamples, confidence=confidence, not_graded=selection.left_out, ungrouped=ungrouped,
+        min_coverage=min_coverage,
     )
 
 
@@ -494,11 +521,13 @@ def _interval(interval: Interval | None) -> dict[str, Any] | None:
 # Helpers
 
 
-def _grouped(runs: Iterable[RunView], by: str) -> dict[str, list[RunView]]:
+def _grouped(runs: Iterable[RunView], by: str, identity: Any = None) -> dict[str, list[RunView]]:
     check_field(by)
     grouped: dict[str, list[RunView]] = {}
     for run in runs:
-        grouped.setdefault(group_key(run, by), []).append(run)
+        key = group_key(run, by, identity)
+        if key is not None:
+            grouped.setdefault(key, []).append(run)
     return {g: sorted(grouped[g], key=lambda r: r.run_id) for g in sorted(grouped)}
 
 
@@ -512,34 +541,39 @@ def _mean(values: Sequence[Fraction]) -> Fraction:
 
 
 def _task_grid(rows: Sequence[GroupComparison], members_of: Mapping[str, Sequence[RunView]]) -> tuple[
-        tuple[tuple[str, ...], dict[tuple[str, str], Fraction], dict[tuple[str, str], Fraction]] | None, str]:
-    """(tasks, process cells, outcome cells) when every group has both scores on the same tasks (>= 2) and
-    nothing else; else (None, why not)."""
+        tuple[tuple[str, ...], dict[tuple[str, str], Fraction], dict[tuple[str, str], Fraction], tuple[str, ...]]
+        | None, str]:
+    """(tasks, process cells, outcome cells, tasks left out) over the tasks (>= 2) on which every group has
+    both scores; else (None, why not). A cell's process score is the mean over the runs that pass@1 counts
+    for that task, so both cells of a (group, task) describe the same runs."""
     process_cells: dict[tuple[str, str], Fraction] = {}
     outcome_cells: dict[tuple[str, str], Fraction] = {}
     task_sets = []
     for row in rows:
-        scored = [r for r in members_of[row.group] if r.process is not None and r.process.total is not None]
-        if any(not r.task_id for r in scored) or row.outcome.without_task:
+        members = {r.run_id: r for r in members_of[row.group]}
+        if any(not r.task_id for r in members.values()) or row.outcome.without_task:
             return None, f"group {row.group} has runs without a task"
-        per_task: dict[str, list[Fraction]] = {}
-        for run in scored:
-            per_task.setdefault(run.task_id, []).append(run.process.total)  # type: ignore[arg-type,union-attr]
         summary = row.outcome.summary
         assert summary is not None
-        products = {p.product: p.pass_at_1 for p in summary.products}
-        if set(per_task) != set(products):
-            return None, f"group {row.group} has process scores and pass@1 on different tasks"
-        for task, totals in per_task.items():
-            process_cells[row.group, task] = _mean(totals)
-            outcome_cells[row.group, task] = products[task]
-        task_sets.append(frozenset(per_task))
-    if len(set(task_sets)) > 1:
-        return None, "the groups were scored on different tasks"
-    tasks = tuple(sorted(task_sets[0]))
+        tasks = set()
+        for product in summary.products:
+            totals = [members[i].process.total for i in product.build_ids  # type: ignore[union-attr]
+                      if i in members and members[i].process is not None and members[i].process.total is not None]
+            if not totals:
+                continue
+            process_cells[row.group, product.product] = _mean(totals)  # type: ignore[arg-type]
+            outcome_cells[row.group, product.product] = product.pass_at_1
+            tasks.add(product.product)
+        task_sets.append(frozenset(tasks))
+    shared = frozenset.intersection(*task_sets)
+    every = frozenset.union(*task_sets)
+    tasks = tuple(sorted(shared))
     if len(tasks) < 2:
-        return None, f"{len(tasks)} shared task, the task bootstrap needs at least two"
-    return (tasks, process_cells, outcome_cells), ""
+        return None, f"{len(tasks)} task(s) shared by every group, the task bootstrap needs at least two"
+    keep = set(tasks)
+    process_cells = {k: v for k, v in process_cells.items() if k[1] in keep}
+    outcome_cells = {k: v for k, v in outcome_cells.items() if k[1] in keep}
+    return (tasks, process_cells, outcome_cells, tuple(sorted(every - shared))), ""
 
 
 def runs_text(ids: Sequence[str], shown: int = 3) -> str:

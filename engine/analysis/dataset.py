@@ -30,13 +30,33 @@ from engine.version import __version__ as ENGINE_VERSION
 from rules.identity import ruleset_hash
 from rules.model import RuleSet
 
-__all__ = ["RunView", "ProcessScore", "load_runs", "group_key", "GROUPING_FIELDS"]
+__all__ = ["RunView", "ProcessScore", "Coverage", "load_runs", "check_field", "group_key", "GROUPING_FIELDS", "NOT_GRADED"]
 
 #: Event kinds analysis reads besides run_started.
 _ANALYSED_KINDS = ("acceptance_verdict", "test_result", "grade")
 
-#: Provenance fields runs can be grouped by (``settings.<key>`` and ``labels.<key>`` too).
-GROUPING_FIELDS = ("model", "harness", "harness_version", "task_id", "format", "run_id")
+#: Provenance fields runs can be grouped by (``settings.<key>`` and ``labels.<key>`` too). ``system`` is the
+#: run's ``system`` label (the experiment or agent configuration an archive names, e.g. ``claude_code_c4``).
+GROUPING_FIELDS = ("model", "system", "harness", "harness_version", "task_id", "format", "run_id")
+
+#: How a run with no process score (no rule of the set had a judged activation) is shown.
+NOT_GRADED = "not graded: no model decisions"
+
+
+@dataclass(frozen=True)
+class Coverage:
+    """How much of the rule set judged the run (the score document's ``coverage``; computed from its rules
+    for documents that predate the field, ``model_events`` then unknown)."""
+
+    rules: int
+    rules_applicable: int
+    judged_activations: int
+    model_events: int | None
+
+    @property
+    def fraction(self) -> Fraction:
+        """rules_applicable / rules, exactly (0 for an empty rule set)."""
+        return Fraction(self.rules_applicable, self.rules) if self.rules else Fraction(0)
 
 
 @dataclass(frozen=True)
@@ -50,6 +70,23 @@ class ProcessScore:
     patterns: dict[str, Fraction | None]
     violations: dict[str, int]
     stored: bool  # True when read from a stored document, False when computed now
+    #: Per rule, fulfilled + violated: the rule *applied* in the run iff this is above 0.
+    judged: dict[str, int] = field(default_factory=dict)
+    coverage: Coverage | None = None
+
+    def __post_init__(self) -> None:
+        if self.coverage is None and self.judged:
+            judged = list(self.judged.values())
+            object.__setattr__(self, "coverage", Coverage(len(judged), sum(1 for j in judged if j > 0),
+                                                          sum(judged), None))
+
+    @property
+    def graded(self) -> bool:
+        """Whether the run has a process score (some rule of the set judged a model decision)."""
+        return self.total is not None
+
+    def applied(self, rule: str) -> bool:
+        return self.judged.get(rule, 0) > 0
 
 
 @dataclass(frozen=True)
@@ -77,6 +114,8 @@ class RunView:
             return canonical_json(self.settings[key]).decode() if key in self.settings else None
         if name.startswith("labels."):
             return self.labels.get(name.removeprefix("labels."))
+        if name == "system":
+            return self.labels.get("system")
         if name not in GROUPING_FIELDS:
             raise KeyError(f"unknown grouping field {name!r} (known: {', '.join(GROUPING_FIELDS)}, settings.<key>, labels.<key>)")
         return getattr(self, name)
@@ -92,9 +131,26 @@ class RunView:
         return None if self.verdict is None else verdict_outcome(self.verdict)
 
 
-def group_key(run: RunView, by: str) -> str:
+def check_field(by: str) -> str:
+    """``by`` if it names a provenance field runs can be grouped by, else ValueError listing the known ones."""
+    if by in GROUPING_FIELDS or (by.startswith(("settings.", "labels.")) and by.split(".", 1)[1]):
+        return by
+    raise ValueError(f"unknown grouping field {by!r} (known: {', '.join(GROUPING_FIELDS)}, settings.<key>, labels.<key>)")
+
+
+def group_key(run: RunView, by: str, identity: Any = None) -> str | None:
+    """The group of ``run`` by field ``by``, or None when the run has no value for it (such a run is never a
+    group: analyses list it apart). ``model`` goes through ``identity``
+    (:class:`engine.analysis.model_identity.ModelIdentity`, default: normalisation without aliases)."""
     value = run.field(by)
-    return "(none)" if value is None else value
+    if by == "model":
+        if identity is None:
+            from engine.analysis.model_identity import ModelIdentity
+
+            identity = ModelIdentity()
+        return identity.group(value)
+    return None if value is None or value == "" else value
+
 
 
 def load_runs(store: EventStore, ruleset: RuleSet | None = None, run_ids: Sequence[str] | None = None) -> list[RunView]:
@@ -171,6 +227,15 @@ def _fraction(value: dict[str, str] | None) -> Fraction | None:
     return Fraction(int(value["num"]), int(value["den"]))
 
 
+def _coverage(body: dict[str, Any]) -> Coverage:
+    found = body.get("coverage")
+    if isinstance(found, dict):
+        return Coverage(int(found["rules"]), int(found["rules_applicable"]), int(found["judged_activations"]),
+                        None if found.get("model_events") is None else int(found["model_events"]))
+    judged = [r["fulfilled"] + r["violated"] for r in body["rules"]]
+    return Coverage(len(judged), sum(1 for j in judged if j > 0), sum(judged), None)
+
+
 def _process_score(digest: str, body: dict[str, Any], *, stored: bool) -> ProcessScore:
     return ProcessScore(
         ruleset_hash=digest,
@@ -180,4 +245,6 @@ def _process_score(digest: str, body: dict[str, Any], *, stored: bool) -> Proces
         patterns={name: _fraction(entry.get("score")) for name, entry in sorted(body["patterns"].items())},
         violations={r["id"]: r["violated"] for r in body["rules"]},
         stored=stored,
+        judged={r["id"]: r["fulfilled"] + r["violated"] for r in body["rules"]},
+        coverage=_coverage(body),
     )

@@ -25,6 +25,12 @@ Definitions
   the limit (0 of 32 builds pass) counts as reaching it: ViBench prints ``0.0 (0-10.9)`` there.
   The binomial is taken over the pooled counts: passing builds of scored builds for pass@1,
   passed plans of graded plans for the plan pass rate.
+* **One build per product** (a benchmark run once per task, e.g. a Terminal-Bench leaderboard run): the
+  within-product variance of Appendix C is undefined, so the products themselves are the sample: pass@1
+  gets the exact binomial (Clopper-Pearson) range of passing products of k, and the plan pass rate the
+  t interval of the mean of the k product rates (df = k - 1), or the pooled Clopper-Pearson range where
+  that would cross a limit; ``interval_note`` says so. With a mix of single and repeated builds there is
+  no interval, and the note says why.
 
 Counts, scores, costs and durations are exact (``int`` and :class:`~fractions.Fraction`);
 interval bounds are floats, printed by :func:`format_percent` / :meth:`Interval.format` to the
@@ -559,13 +565,24 @@ def summarize(builds: Iterable[Build], *, allow_mixed: bool = False, confidence:
     rate_groups = {p.product: p.build_plan_rates for p in scores}
     pass_interval = rate_interval = None
     note = None
-    try:
-        pass_interval = score_interval(pass_groups, sum(p.passing for p in scores), sum(p.builds for p in scores), confidence)
-        rate_interval = score_interval(
-            rate_groups, sum(p.plans_passed for p in scores), sum(p.plans_graded for p in scores), confidence
-        )
-    except ValueError as error:
-        note = str(error)
+    if len(scores) >= 2 and all(p.builds == 1 for p in scores):
+        k = len(scores)
+        pass_interval = clopper_pearson(sum(p.passing for p in scores), k, confidence,
+                                        estimate=mean_of_product_means(pass_groups))
+        rate_interval = score_interval({"products": [p.plan_pass_rate for p in scores]},
+                                       sum(p.plans_passed for p in scores), sum(p.plans_graded for p in scores),
+                                       confidence)
+        note = (f"one build per product: the {k} products are the sample (pass@1: Clopper-Pearson over "
+                f"products; plan pass rate: t over the product rates, df {k - 1})")
+    else:
+        try:
+            pass_interval = score_interval(pass_groups, sum(p.passing for p in scores), sum(p.builds for p in scores),
+                                           confidence)
+            rate_interval = score_interval(
+                rate_groups, sum(p.plans_passed for p in scores), sum(p.plans_graded for p in scores), confidence
+            )
+        except ValueError as error:
+            note = str(error)
 
     return OutcomeSummary(
         products=scores,

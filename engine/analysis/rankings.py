@@ -11,6 +11,10 @@ rank vectors with ties (``scipy.stats.rankdata``) and bootstrap intervals (``sci
   systems says nothing. It also reports, for every pair of groups, the share of resamples in which both scores order
   the pair the same way.
 
+Neither gives an interval for fewer than :data:`MIN_INTERVAL_GROUPS` groups: two items are always perfectly
+concordant or discordant (tau = rho = +-1), so every resample says the same and the "interval" would only
+restate the point; the result says so in ``notes`` instead.
+
 A rank flip is a pair of groups that score A orders one way and score B the other (a tie under either is no flip).
 """
 
@@ -32,6 +36,7 @@ except ImportError as exc:  # pragma: no cover - the analysis extra is missing
 from engine.analysis.agreement import _float, _Plain, _sorted
 
 __all__ = [
+    "MIN_INTERVAL_GROUPS",
     "Correlation",
     "PairOrder",
     "RankAgreement",
@@ -43,6 +48,9 @@ __all__ = [
 ]
 
 IntervalMethod = Literal["percentile", "basic", "BCa"]
+
+#: The fewest groups a rank-correlation interval is computed for.
+MIN_INTERVAL_GROUPS = 3
 
 
 def ranks(scores: Mapping[Hashable, float], *, higher_is_better: bool = True,
@@ -212,6 +220,11 @@ def _result(groups: list[Any], a: np.ndarray, b: np.ndarray, low: np.ndarray, hi
     )
 
 
+def _too_few(n: int) -> str:
+    return (f"no interval from {n} groups: with fewer than {MIN_INTERVAL_GROUPS} items a rank correlation is +-1 "
+            "or undefined in every resample")
+
+
 def rank_agreement(scores_a: Mapping[Hashable, float], scores_b: Mapping[Hashable, float], *,
                    seed: int | np.random.Generator = 0, n_resamples: int = 9999, confidence: float = 0.95,
                    interval: IntervalMethod = "percentile") -> RankAgreement:
@@ -226,6 +239,9 @@ def rank_agreement(scores_a: Mapping[Hashable, float], scores_b: Mapping[Hashabl
     b = np.array([float(scores_b[g]) for g in groups])
     if not (np.isfinite(a).all() and np.isfinite(b).all()):
         raise ValueError("scores must be finite numbers")
+    if len(groups) < MIN_INTERVAL_GROUPS:
+        return _result(groups, a, b, np.array([np.nan] * 2), np.array([np.nan] * 2), (), confidence=confidence,
+                       n_resamples=0, seed=seed, interval_method="none", notes=[_too_few(len(groups))])
     low, high, _, notes = _bootstrap((a, b), _both, paired=True, n_resamples=n_resamples, confidence=confidence,
                                      interval=interval, seed=seed)
     method = (f"scipy.stats.bootstrap {interval}, paired resampling of the {len(groups)} groups, "
@@ -278,6 +294,10 @@ def rank_agreement_over_tasks(scores_a: Mapping[tuple[Hashable, Hashable], float
         raise ValueError("need at least two groups to rank")
     grid_a, means_a = _summable_grid(scores_a, groups, tasks)
     grid_b, means_b = _summable_grid(scores_b, groups, tasks)
+    if len(groups) < MIN_INTERVAL_GROUPS:
+        return _result(groups, means_a, means_b, np.array([np.nan] * 2), np.array([np.nan] * 2), (),
+                       confidence=confidence, n_resamples=0, seed=seed, interval_method="none",
+                       notes=[_too_few(len(groups))])
     pairs = list(combinations(range(len(groups)), 2))
 
     def statistic(index: np.ndarray) -> np.ndarray:

@@ -19,7 +19,8 @@ from dataclasses import dataclass
 
 from engine.reporting.markup import esc
 
-__all__ = ["PALETTE", "BumpRow", "IntervalRow", "Point", "bump_chart", "interval_chart", "scatter_chart"]
+__all__ = ["PALETTE", "BumpRow", "IntervalRow", "Point", "RunPoint", "bump_chart", "interval_chart", "jitter",
+           "run_scatter", "scatter_chart"]
 
 #: Colour-blind-safe colours (Okabe and Ito), assigned to groups in the order given.
 PALETTE = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000")
@@ -57,6 +58,26 @@ class BumpRow:
     label: str
     left: float | None
     right: float | None
+
+
+@dataclass(frozen=True)
+class RunPoint:
+    """One run in a per-run scatter: ``x``, ``y`` already jittered where the caller wants it; ``label`` is the
+    tooltip (the full run id and its values), ``group`` picks the colour and the legend entry."""
+
+    label: str
+    group: str
+    x: float
+    y: float
+
+
+def jitter(key: str, spread: float) -> float:
+    """A deterministic offset in [-spread, spread] from ``key`` (sha256): the same run always lands on the
+    same spot, so overlapping points separate without making the page depend on a random draw."""
+    import hashlib
+
+    fraction = int.from_bytes(hashlib.sha256(key.encode("utf-8")).digest()[:8], "big") / 2**64
+    return (2 * fraction - 1) * spread
 
 
 def _n(value: float) -> str:
@@ -237,3 +258,47 @@ def interval_chart(rows: Sequence[IntervalRow], *, title: str, axis_label: str,
             parts.append(_text(left + plot_w + 10, y + 4, row.text))
         body.append(_labelled(row.label, label, "".join(parts)))
     return _svg(width, height, title, body, "chart intervals")
+
+
+def run_scatter(points: Sequence[RunPoint], *, title: str, x_label: str, y_label: str,
+                x_domain: tuple[float, float] = (0.0, 1.0), y_domain: tuple[float, float] = (0.0, 1.0),
+                y_ticks: Sequence[tuple[float, str]] | None = None) -> str:
+    """One small circle per run, coloured by group, with a legend; each circle carries its label as a tooltip.
+    ``y_ticks`` replaces the numeric y ticks with named ones (e.g. 0 = unresolved, 1 = resolved)."""
+    shown = [p for p in points if _in(p.x, x_domain) and _in(p.y, y_domain)]
+    if not shown:
+        return ""
+    groups = sorted({p.group for p in shown})
+    colour = {g: PALETTE[i % len(PALETTE)] for i, g in enumerate(groups)}
+    left, top, plot_w, plot_h = 96.0, 24.0, 420.0, 260.0
+    legend_w = min(_LABEL_MAX, max(len(g) for g in groups)) * _CHAR + 40
+    width, height = left + plot_w + legend_w, max(top + plot_h + 52, top + 18 * len(groups) + 20)
+
+    def px(x: float) -> float:
+        return left + (x - x_domain[0]) / (x_domain[1] - x_domain[0]) * plot_w
+
+    def py(y: float) -> float:
+        return top + plot_h - (y - y_domain[0]) / (y_domain[1] - y_domain[0]) * plot_h
+
+    body = [(f'<rect class="plot" x="{_n(left)}" y="{_n(top)}" width="{_n(plot_w)}" height="{_n(plot_h)}" '
+             'fill="none" stroke="#999"/>')]
+    for t in _ticks(x_domain):
+        body.append(f'<line x1="{_n(px(t))}" y1="{_n(top)}" x2="{_n(px(t))}" y2="{_n(top + plot_h)}" stroke="#eee"/>')
+        body.append(_text(px(t), top + plot_h + 16, _tick_text(t, False), anchor="middle"))
+    for value, name in (y_ticks if y_ticks is not None else [(t, _tick_text(t, False)) for t in _ticks(y_domain)]):
+        body.append(f'<line x1="{_n(left)}" y1="{_n(py(value))}" x2="{_n(left + plot_w)}" y2="{_n(py(value))}" '
+                    'stroke="#eee"/>')
+        body.append(_text(left - 6, py(value) + 4, name, anchor="end"))
+    body.append(_text(left + plot_w / 2, top + plot_h + 38, x_label, anchor="middle", extra=' class="axis-label"'))
+    body.append(_text(14, top + plot_h / 2, y_label, anchor="middle",
+                      extra=f' class="axis-label" transform="rotate(-90 14 {_n(top + plot_h / 2)})"'))
+    for point in shown:
+        body.append(f'<circle class="run-point" cx="{_n(px(point.x))}" cy="{_n(py(point.y))}" r="4" '
+                    f'fill="{colour[point.group]}" fill-opacity="0.75"><title>{esc(point.label)}</title></circle>')
+    for index, group in enumerate(groups):
+        y = top + 8 + index * 18
+        label = _clip(group)
+        body.append(_labelled(group, label,
+                              f'<circle class="legend" cx="{_n(left + plot_w + 16)}" cy="{_n(y)}" r="5" '
+                              f'fill="{colour[group]}"/>' + _text(left + plot_w + 26, y + 4, label)))
+    return _svg(width, height, title, body, "chart runs")

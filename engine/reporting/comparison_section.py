@@ -11,7 +11,7 @@ from fractions import Fraction
 from typing import Any
 
 from engine.reporting.charts import BumpRow, IntervalRow, Point, bump_chart, interval_chart, scatter_chart
-from engine.reporting.markup import NOT_AVAILABLE, esc, fmt_interval, fmt_num, fmt_pct
+from engine.reporting.markup import NOT_AVAILABLE, esc, fmt_num, fmt_pct
 
 __all__ = ["comparison_section"]
 
@@ -72,6 +72,13 @@ def _group_table(rows: Sequence[Plain], by: str) -> str:
             + "".join(body) + "</tbody></table>")
 
 
+def _bracket(low: Any, high: Any) -> str:
+    """A correlation interval as ``[-1.000, 0.554]`` (a dash between signed numbers misreads), or why none."""
+    if low is None or high is None:
+        return "none"
+    return f"[{fmt_num(low, 3)}, {fmt_num(high, 3)}]"
+
+
 def _agreement(data: Plain) -> str:
     block = data.get("rank_agreement") or {}
     result = block.get("result")
@@ -83,13 +90,14 @@ def _agreement(data: Plain) -> str:
         entry = result.get(name) or {}
         rows.append(f'<tr data-statistic="{name}"><td>{label}</td>'
                     f'<td class="num">{esc(fmt_num(entry.get("statistic"), 3))}</td>'
-                    f'<td class="num">{esc(fmt_interval(entry.get("low"), entry.get("high"), 3))}</td>'
+                    f'<td class="num">{esc(_bracket(entry.get("low"), entry.get("high")))}</td>'
                     f'<td class="num">{esc(fmt_num(entry.get("pvalue"), 3))}</td></tr>')
     return (f'<table class="correlations"><thead><tr><th>process rank vs {esc(data.get("outcome_metric"))} rank</th>'
             '<th class="num">value</th>'
             f'<th class="num">{esc(fmt_pct(block.get("confidence"), 0))}% bootstrap interval</th>'
             '<th class="num">p</th></tr></thead><tbody>' + "".join(rows) + "</tbody></table>"
-            + note + f'<p class="note">{esc(block.get("n_resamples"))} resamples over {esc(block.get("over"))}, '
+            + note + "".join(f'<p class="note">{esc(n)}</p>' for n in result.get("notes") or ())
+            + f'<p class="note">{esc(block.get("n_resamples"))} resamples over {esc(block.get("over"))}, '
             f'seed {esc(block.get("seed"))}.</p>')
 
 

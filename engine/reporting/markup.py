@@ -17,7 +17,8 @@ from typing import Any
 from engine.analysis.outcome_metrics import format_percent
 from engine.scoring import display
 
-__all__ = ["NOT_AVAILABLE", "anchor", "esc", "fmt_interval", "fmt_num", "fmt_pct", "fmt_pct_interval"]
+__all__ = ["NOT_AVAILABLE", "anchor", "esc", "fmt_interval", "fmt_num", "fmt_pct", "fmt_pct_interval", "run_label",
+           "short_run_id"]
 
 NOT_AVAILABLE = "not available"
 _DASH = "\u2013"
@@ -84,3 +85,30 @@ def anchor(prefix: str, key: str) -> str:
     slug = re.sub(r"[^A-Za-z0-9_.-]+", "-", key).strip("-")[:60] or "x"
     digest = hashlib.sha256(key.encode("utf-8")).hexdigest()[:8]
     return f"{prefix}-{slug}-{digest}"
+
+
+_HASHLIKE = re.compile(r"^[0-9a-fA-F-]{16,}$")
+
+
+def short_run_id(run_id: str, limit: int = 30) -> str:
+    """A run id short enough for a table cell (the full id goes in a tooltip): the last path segment, or,
+    when that is an opaque id (hex or a UUID), the segment before it and the id's first 8 characters;
+    each part clipped with an ellipsis."""
+    if len(run_id) <= limit:
+        return run_id
+    parts = [p for p in run_id.split("/") if p]
+    if not parts:
+        return run_id[: limit - 1] + "\u2026"
+    last = parts[-1]
+    if _HASHLIKE.match(last) and len(parts) > 1:
+        head = parts[-2]
+        room = limit - 10
+        head = head if len(head) <= room else head[: room - 1] + "\u2026"
+        return f"{head}/{last[:8]}"
+    return last if len(last) <= limit else last[: limit - 1] + "\u2026"
+
+
+def run_label(run_id: str, href: str | None = None) -> str:
+    """A run id as a short ``<code>`` with the full id on hover (linked to ``href`` when given)."""
+    inner = f'<code title="{esc(run_id)}">{esc(short_run_id(run_id))}</code>'
+    return f'<a href="{esc(href)}">{inner}</a>' if href else inner

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 
+from engine.analysis.dataset import NOT_GRADED
 from engine.reporting.markup import anchor, esc, fmt_num
 from engine.rescoring import run_findings
 from engine.store import EventStore
@@ -172,7 +173,8 @@ def run_section(page: RunPage, *, outcome: str | None = None, group: tuple[str, 
     """The run's ``<section>``: provenance, rule verdicts, violations with links, and the timeline."""
     facts = [("model", page.model), ("harness", page.harness), ("task", page.task_id), ("format", page.format),
              ("events", str(page.event_count)), ("head", page.head_hash),
-             (f"process score ({page.ruleset})", fmt_num(page.process_score, 4)), ("outcome", outcome)]
+             (f"process score ({page.ruleset})",
+              NOT_GRADED if page.process_score is None else fmt_num(page.process_score, 4)), ("outcome", outcome)]
     if group is not None:
         facts.insert(0, (f"group ({group[0]})", group[1]))
     details = "".join(f"<dt>{esc(name)}</dt><dd>{esc(value if value is not None else '-')}</dd>"

@@ -33,6 +33,7 @@ from engine.errors import (
 from engine.events import Event, RunStarted
 from engine.store.schema import events as events_table
 from engine.store.schema import runs as runs_table
+from engine.stages import StageConflict, StageTracker, tracker_after
 from engine.stored import STORED_COLUMNS, StoredEvent, to_event, to_stored
 
 __all__ = ["EventStore", "RunInfo", "AppendResult"]
@@ -122,9 +123,14 @@ class EventStore:
             held = f"the run holds seqs 0..{info.event_count - 1}" if info.event_count else "a run starts at seq 0"
             raise SeqConflictError(f"run {run_id}: seq {first} leaves a gap: {held}", run_id=run_id, seq=first)
         prev = GENESIS if first == 0 else self._stored_hashes(tx, run_id, first - 1, first - 1)[0][2]
+        tracker = StageTracker() if first == 0 else tracker_after(self._stored_envelopes(tx, run_id, first), strict=True)
         rows: list[StoredEvent] = []
         for event in events:
-            stored = to_stored(event, prev)
+            try:
+                in_stage = tracker.step(event.seq, event.kind, event.actor, event.stage)
+            except StageConflict as exc:
+                raise StoreError(f"run {run_id}: seq {event.seq}: {exc}", run_id=run_id, seq=event.seq) from None
+            stored = to_stored(event, prev, in_stage)
             rows.append(stored)
             prev = stored.hash
         overlap = [r for r in rows if r.seq < info.event_count]
@@ -274,6 +280,13 @@ class EventStore:
             self._sql("SELECT seq, event_id, hash FROM events WHERE run_id = ? AND seq BETWEEN ? AND ? ORDER BY seq"),
             (run_id, low, high),
         )
+        return [tuple(r) for r in tx.fetchall()]
+
+    def _stored_envelopes(self, tx: Any, run_id: str, upto: int) -> list[tuple[int, str, str, int | None]]:
+        """(seq, kind, actor, stage) of the run's first ``upto`` stored events: the stage
+        derivation's state is replayed from them to continue an append."""
+        tx.execute(self._sql("SELECT seq, kind, actor, stage FROM events WHERE run_id = ? AND seq < ? ORDER BY seq"),
+                   (run_id, upto))
         return [tuple(r) for r in tx.fetchall()]
 
     def _event_owners(self, event_ids: list[str]) -> list[tuple[str, str, int]]:

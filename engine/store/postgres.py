@@ -15,6 +15,7 @@ _TEXT_OR_INT = {"text": "text", "int": "int8"}
 _COPY_TYPES = (
     ["text", "int8", "text", "text", "text", "text", "int4", "int8"]
     + [_TEXT_OR_INT[kind] for kind in FACT_COLUMNS.values()]
+    + ["int4"]  # in_stage (engine.stored.DERIVED_COLUMNS)
     + ["text", "text", "text", "text"]
 )
 _INSERT = f"INSERT INTO events ({', '.join(STORED_COLUMNS)}) VALUES ({', '.join(['%s'] * len(STORED_COLUMNS))})"

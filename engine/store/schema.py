@@ -45,6 +45,7 @@ events = Table(
     Column("stage", Integer),
     Column("parent_seq", BigInteger),
     *(Column(name, _FACT_TYPES[kind]) for name, kind in FACT_COLUMNS.items()),
+    Column("in_stage", Integer),
     Column("facts", Text, nullable=False),
     Column("payload", Text, nullable=False),
     Column("payload_sha256", Text, nullable=False),

@@ -23,7 +23,7 @@ from engine.store.schema import scores as scores_table
 __all__ = ["StoredScore", "ScoreStore", "FACT_ROW_COLUMNS"]
 
 #: What rules read of an event, in this order (rules.predicates.ROW_COLUMNS mirrors it).
-FACT_ROW_COLUMNS: tuple[str, ...] = ("seq", "kind", "actor", "stage") + tuple(FACT_COLUMNS)
+FACT_ROW_COLUMNS: tuple[str, ...] = ("seq", "kind", "actor", "stage") + tuple(FACT_COLUMNS) + ("in_stage",)
 
 
 @dataclass(frozen=True)
