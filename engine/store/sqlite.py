@@ -50,7 +50,9 @@ class SQLiteEventStore(EventStore):
 
     def _lock_run(self, tx: Any, run_id: str, create: bool = True) -> RunInfo:
         if create:
-            tx.execute("INSERT OR IGNORE INTO runs (run_id, event_count) VALUES (?, 0)", (run_id,))
+            # Not INSERT OR IGNORE: a trigger refuses every insert over an existing run (0005).
+            tx.execute("INSERT INTO runs (run_id, event_count) SELECT ?, 0 "
+                       "WHERE NOT EXISTS (SELECT 1 FROM runs WHERE run_id = ?)", (run_id, run_id))
         info = self._select_run(tx, run_id)
         if info is None:
             raise UnknownRunError(f"no run {run_id!r} in the store")
