@@ -238,17 +238,27 @@ class EventStore:
 
     @contextlib.contextmanager
     def _write_transaction(self) -> Iterator[Any]:
+        """One transaction on a driver cursor, the store's only write path: every procgrade
+        writer of a database queues on one lock first (see ``_begin``), so writers never
+        deadlock; driver errors leave as one-line :class:`StoreError`s."""
+        from engine.store.database_errors import translate
+
         raw = self.engine.raw_connection()
         try:
-            cursor = self._begin(raw)
             try:
+                cursor = self._begin(raw)
                 yield cursor
-            except BaseException:
-                raw.rollback()
+                raw.commit()
+            except BaseException as exc:
+                with contextlib.suppress(Exception):
+                    raw.rollback()
+                translated = translate(exc) if isinstance(exc, Exception) else None
+                if translated is not None:
+                    raise translated from exc
                 raise
-            raw.commit()
         finally:
-            raw.close()
+            with contextlib.suppress(Exception):
+                raw.close()
 
     def _begin(self, raw: Any) -> Any:
         raise NotImplementedError

@@ -8,6 +8,7 @@ from typing import Any
 from sqlalchemy import Engine, create_engine, event
 
 from engine.errors import UnknownRunError
+from engine.store.database_errors import install as install_error_translation
 from engine.store.base import EventStore, RunInfo
 from engine.stored import STORED_COLUMNS
 
@@ -20,7 +21,7 @@ def sqlite_engine(url: str) -> Engine:
     pysqlite's own implicit BEGIN is turned off (isolation_level=None) and SQLAlchemy
     emits BEGIN itself, the recipe SQLAlchemy documents for correct SQLite transactions.
     """
-    engine = create_engine(url, connect_args={"timeout": 30})
+    engine = install_error_translation(create_engine(url, connect_args={"timeout": 30}))
 
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_connection: Any, _record: Any) -> None:
