@@ -90,7 +90,7 @@ from engine.importers.base import Importer, Unit, register
 from engine.importers.building import ImportedRun, Record, RunBuilder, timestamp
 from engine.importers.redaction import Redactor
 from engine.importers.shell import exit_code_from_text
-from engine.importers.source_tree import SourceTree, strict_json
+from engine.importers.source_tree import SourceTree, refuse_unsafe_json, strict_json
 
 __all__ = ["ClaudeCodeImporter"]
 
@@ -334,6 +334,7 @@ class _Reader:
                 lines.append(_Line(rel, number, text, bad=f"invalid JSON: {exc.msg} (column {exc.colno})"))
                 continue
             except ValueError as exc:
+                refuse_unsafe_json(self.tree.label(rel), number, exc)
                 lines.append(_Line(rel, number, text, bad=f"invalid JSON: {exc}"))
                 continue
             # the reason quotes the value: describe the redacted value, never the raw one
