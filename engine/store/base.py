@@ -234,6 +234,18 @@ class EventStore:
             for row in result:
                 yield tuple(row)
 
+    def events_between(self, run_id: str, low: int, high: int) -> Iterator[Event]:
+        """The run's events with ``low <= seq <= high``, in seq order (a window of a huge run)."""
+        query = (
+            select(*(events_table.c[name] for name in STORED_COLUMNS))
+            .where((events_table.c.run_id == run_id) & (events_table.c.seq >= low) & (events_table.c.seq <= high))
+            .order_by(events_table.c.seq)
+        )
+        with self.engine.connect() as conn:
+            rows = conn.execute(query).all()
+        for row in rows:
+            yield to_event(tuple(row))
+
     def hash_at(self, run_id: str, seq: int) -> str | None:
         """The chain hash stored at ``seq`` of the run (None when there is no such event)."""
         query = select(events_table.c.hash).where((events_table.c.run_id == run_id) & (events_table.c.seq == seq))
