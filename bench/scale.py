@@ -59,6 +59,7 @@ def main() -> None:
     parser.add_argument("--events", type=int, default=2_000_000)
     parser.add_argument("--postgres", help="A PostgreSQL URL to measure too (an empty database or schema).")
     parser.add_argument("--steps", default="ingest,score,report")
+    parser.add_argument("--no-sqlite", action="store_true", help="Measure only the PostgreSQL database.")
     parser.add_argument("--keep", type=Path, help="Work in this folder and keep it (default: a temporary one).")
     options = parser.parse_args()
     work = options.keep or Path(tempfile.mkdtemp(prefix="procgrade-scale-"))
@@ -67,7 +68,7 @@ def main() -> None:
     if not source.exists():
         write_tiny_run(source, options.events)
     print(f"input: {source} ({source.stat().st_size / 2**20:.0f} MB, {options.events} events)")
-    databases = [f"sqlite:///{work}/scale.db"] + ([options.postgres] if options.postgres else [])
+    databases = ([] if options.no_sqlite else [f"sqlite:///{work}/scale.db"]) + ([options.postgres] if options.postgres else [])
     steps = options.steps.split(",")
     for db in databases:
         kind = db.split(":", 1)[0]
