@@ -263,3 +263,34 @@ def test_cli_keygen_seal_sign_and_verify(tmp_path: Path) -> None:
     assert proc.returncode == 0 and "signed receipt" in proc.stdout, proc.stderr
     proc = cli("verify-log", "--db", url, "--receipts", str(tmp_path / "rc"), "--public-key", str(tmp_path / "k.pem.pub"))
     assert proc.returncode == 0 and "receipts: ok (1 signed receipts" in proc.stdout, proc.stderr
+
+
+def test_migration_records_seals_of_runs_sealed_before_it(store_url: str) -> None:
+    from alembic import command
+
+    from engine.store.migrate import alembic_config, upgrade
+    from engine.store import normalize_url
+    from engine.store.sqlite import sqlite_engine
+    from engine.store.postgres import postgres_engine
+
+    url = normalize_url(store_url)
+    engine = sqlite_engine(url) if url.startswith("sqlite") else postgres_engine(url)
+    try:
+        config = alembic_config()
+        with engine.begin() as connection:
+            config.attributes["connection"] = connection
+            command.upgrade(config, "0003")
+        with engine.begin() as connection:
+            connection.execute(text("INSERT INTO runs (run_id, event_count, head_hash, sealed_event_count, "
+                                    "sealed_head_hash) VALUES ('old', 0, NULL, 0, :g), ('open', 0, NULL, NULL, NULL)"),
+                               {"g": "0" * 64})
+        upgrade(engine)
+        with engine.connect() as connection:
+            assert [tuple(r) for r in connection.execute(text("SELECT run_id, event_count FROM seals"))] == [("old", 0)]
+    finally:
+        engine.dispose()
+    store = open_store(store_url)
+    try:
+        assert seal_problems(store) == []
+    finally:
+        store.close()
