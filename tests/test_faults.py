@@ -201,3 +201,23 @@ def test_fuzzed_native_input_is_ingested_or_refused_cleanly(tmp_path_factory: py
 def test_fuzzed_claude_code_log_is_imported_or_refused_cleanly(tmp_path_factory: pytest.TempPathFactory,
                                                                data: bytes) -> None:
     _ingest_or_refuse(tmp_path_factory.mktemp("claude"), "session.jsonl", data)
+
+
+CODEX = ROOT / "tests" / "fixtures" / "imports" / "codex" / "rollout-2026-01-02T03-04-05-11111111-1111-4111-8111-111111111111.jsonl"
+MINI = ROOT / "tests" / "fixtures" / "imports" / "swe-agent" / "native_mini-swe-agent-trajectory.json"
+SMALL_FUZZ = settings(max_examples=30, deadline=None, suppress_health_check=list(HealthCheck), database=None,
+                      derandomize=True)
+
+
+@SMALL_FUZZ
+@given(data=mutated(CODEX.read_bytes().split(b"\n")))
+def test_fuzzed_codex_rollout_is_imported_or_refused_cleanly(tmp_path_factory: pytest.TempPathFactory,
+                                                             data: bytes) -> None:
+    _ingest_or_refuse(tmp_path_factory.mktemp("codex"), CODEX.name, data)
+
+
+@SMALL_FUZZ
+@given(data=mutated(MINI.read_bytes().split(b"\n")))
+def test_fuzzed_mini_swe_agent_trajectory_is_imported_or_refused_cleanly(tmp_path_factory: pytest.TempPathFactory,
+                                                                         data: bytes) -> None:
+    _ingest_or_refuse(tmp_path_factory.mktemp("mini"), MINI.name, data)
