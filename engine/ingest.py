@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from engine.errors import InputError, StoreError
-from engine.native import RunEvents, iter_native
+from engine.native import RunEvents, bounded_lines, iter_native
 from engine.store import AppendResult, EventStore
 from engine.store.base import RunWriter
 
@@ -141,9 +141,7 @@ def _file_lines(path: Path | str) -> Iterator[bytes]:
         handle = Path(path).open("rb")
     except OSError as exc:
         raise InputError(str(path), None, None, f"cannot read: {exc.strerror or exc}") from exc
-    with handle:
-        for raw in handle:
-            yield raw[:-1] if raw.endswith(b"\n") else raw
+    yield from bounded_lines(handle, str(path))
 
 
 def _is_native(tree: object, rel: str) -> bool:

@@ -15,6 +15,7 @@ import json
 import math
 import re
 from collections.abc import Iterable, Iterator
+from typing import BinaryIO
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -26,7 +27,7 @@ from engine.events import Event, event_adapter
 from engine.importers.redaction import Redactor, _may_hold_secret
 from engine.json_guards import duplicate_key, nesting_error
 
-__all__ = ["RunEvents", "read_native", "parse_native_lines", "iter_native", "dump_native", "CHUNK_EVENTS"]
+__all__ = ["RunEvents", "read_native", "parse_native_lines", "iter_native", "bounded_lines", "dump_native", "CHUNK_EVENTS"]
 
 
 @dataclass
@@ -58,6 +59,26 @@ def read_native(path: Path | str) -> list[RunEvents]:
     except OSError as exc:
         raise InputError(str(path), None, None, f"cannot read: {exc.strerror or exc}") from exc
     return parse_native_lines(str(path), data.split(b"\n"))
+
+
+#: The longest line read (a payload of a few MB is common; a 2 GB file of NUL bytes is not a line).
+MAX_LINE_BYTES = 64 * 2**20
+
+
+def bounded_lines(handle: BinaryIO, source: str, limit: int | None = None) -> Iterator[bytes]:
+    """The lines of an open binary file without their ``\\n``, one at a time; a line longer than
+    ``limit`` bytes is refused before it is held whole."""
+    limit = MAX_LINE_BYTES if limit is None else limit
+    with handle:
+        number = 0
+        while True:
+            raw = handle.readline(limit + 1)
+            if not raw:
+                return
+            number += 1
+            if len(raw) > limit and not (len(raw) == limit + 1 and raw.endswith(b"\n")):
+                raise InputError(source, number, None, f"line longer than {limit} bytes")
+            yield raw[:-1] if raw.endswith(b"\n") else raw
 
 
 def parse_native_lines(source: str, lines: Iterable[bytes]) -> list[RunEvents]:

@@ -120,3 +120,12 @@ def test_report_caps_a_huge_run(store: EventStore, tmp_path: Path, monkeypatch: 
     assert f"procgrade show {RUN}" in html and f"{page.events_omitted} of 60 events are not shown" in html
     if page.violations_omitted:
         assert f"procgrade explain {RUN}" in html
+
+
+def test_a_2_gb_sparse_file_is_refused_without_being_read_whole(store: EventStore, tmp_path: Path) -> None:
+    path = tmp_path / "sparse.jsonl"
+    with path.open("wb") as handle:
+        handle.truncate(2 * 2**30)  # NUL bytes and no newline: one "line" of 2 GB
+    with pytest.raises(InputError, match=r"sparse.jsonl:1: -: line longer than 67108864 bytes"):
+        ingest_paths(store, [path], format="native")
+    assert store.runs() == []

@@ -169,9 +169,9 @@ class SourceTree:
             handle = Path(source).open("rb")
         except OSError as exc:
             raise InputError(self.label(rel), None, None, f"cannot read: {exc.strerror or exc}") from exc
-        with handle:
-            for raw in handle:
-                yield raw[:-1] if raw.endswith(b"\n") else raw
+        from engine.native import bounded_lines
+
+        yield from bounded_lines(handle, self.label(rel))
 
     def text(self, rel: str) -> str:
         data = self.read_bytes(rel)
