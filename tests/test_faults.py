@@ -221,3 +221,27 @@ def test_fuzzed_codex_rollout_is_imported_or_refused_cleanly(tmp_path_factory: p
 def test_fuzzed_mini_swe_agent_trajectory_is_imported_or_refused_cleanly(tmp_path_factory: pytest.TempPathFactory,
                                                                          data: bytes) -> None:
     _ingest_or_refuse(tmp_path_factory.mktemp("mini"), MINI.name, data)
+
+
+TASK = ROOT / "tasks" / "verrange"
+
+
+def test_kill_9_during_accept_appends_a_whole_check_or_nothing(store_url: str, tmp_path: Path) -> None:
+    source = write_jsonl(tmp_path / "run.jsonl", small_run("judged"))
+    assert run_to_end("ingest", "--db", store_url, str(source))[0] == 0
+    args = ("accept", "--task", str(TASK), "--workspace", str(TASK / "controls" / "reference" / "app"),
+            "--run", "judged", "--db", store_url)
+    rng = random.Random(56)
+    for _ in range(2):
+        kill_after(args, rng.uniform(1.0, 6.0))
+        store = open_store(store_url)
+        try:
+            kinds = [e.kind for e in store.events("judged")][8:]
+        finally:
+            store.close()
+        checks = kinds.count("acceptance_started")
+        assert kinds.count("acceptance_verdict") == checks, kinds  # never a check without its verdict
+    code, err = run_to_end(*args)
+    assert code == 0 and "Traceback" not in err, err
+    code, err = run_to_end("verify-log", "--db", store_url)
+    assert code == 0, err
