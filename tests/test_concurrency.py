@@ -42,9 +42,9 @@ def test_opposite_order_ingests_of_overlapping_files_never_deadlock(store_url: s
     for round_ in range(3):
         runs = [f"r{round_}-{i}" for i in range(4)]
         files = []
-        for part in range(2):  # both files hold every run: part 0 its first half, part 1 all of it
+        for part in range(2):  # both files hold every run, in opposite orders: part 0 a prefix, part 1 all
             events = []
-            for run in runs:
+            for run in (runs if part == 0 else runs[::-1]):
                 events += (small_run(run) + extra_events(run, 8, 300))[: 150 if part == 0 else None]
             files.append(str(write_jsonl(tmp_path / f"f{round_}-{part}.jsonl", events)))
         results = finish([start("ingest", "--db", store_url, *files),
