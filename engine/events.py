@@ -16,6 +16,7 @@ adding an optional field never changes the hash of an existing event.
 from __future__ import annotations
 
 import re
+from datetime import datetime as _datetime
 from typing import Annotated, Any, ClassVar, Literal, Union
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, TypeAdapter, ValidationInfo, field_validator, model_validator
@@ -43,8 +44,6 @@ def is_instant(text: str) -> bool:
     """Whether ``text`` (already matching :data:`TS_PATTERN`) names a real instant: month 1-12,
     a day the month has, hours 0-23, minutes 0-59, seconds 0-60 (a leap second), offsets
     within a day. ``2026-13-45T25:61:61Z`` matches the pattern and is none of these."""
-    import datetime as _dt
-
     date, time = text[:10], text[11:]
     zone_at = max(time.rfind("+"), time.rfind("-"), time.upper().rfind("Z"))
     clock, zone = time[:zone_at], time[zone_at:].upper()
@@ -52,7 +51,7 @@ def is_instant(text: str) -> bool:
     if hms.endswith(":60"):  # RFC 3339 allows a leap second; datetime does not
         hms = hms[:-2] + "59"
     try:
-        _dt.datetime.fromisoformat(f"{date}T{hms}{'+00:00' if zone == 'Z' else zone}")
+        _datetime.fromisoformat(f"{date}T{hms}{'+00:00' if zone == 'Z' else zone}")
     except ValueError:
         return False
     return zone == "Z" or int(zone[1:3]) < 24 and int(zone[4:6]) < 60

@@ -15,15 +15,21 @@ import json
 import re
 from typing import Any
 
+import orjson
+
 __all__ = ["MAX_DEPTH", "TooDeep", "DuplicateKey", "nesting_error", "duplicate_key", "pairs_without_duplicates"]
 
 #: Deepest nesting of arrays and objects accepted anywhere (well below any recursion limit).
 MAX_DEPTH = 128
 
-_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"', re.S)
-_STRING_TEXT = re.compile(r'"(?:[^"\\]|\\.)*"', re.S)
-_KEY = re.compile(rb'"((?:[^"\\]|\\.)*)"\s*:', re.S)
-_KEY_TEXT = re.compile(r'"((?:[^"\\]|\\.)*)"\s*:', re.S)
+_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.S)
+_STRING_TEXT = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.S)
+# Unrolled (``[^"\\]*(?:\\.[^"\\]*)*``): many times faster in ``re`` than an alternation per character.
+_KEY = re.compile(rb'"([^"\\]*(?:\\.[^"\\]*)*)"\s*:', re.S)
+_KEY_TEXT = re.compile(r'"([^"\\]*(?:\\.[^"\\]*)*)"\s*:', re.S)
+_KEY_END = re.compile(rb'"[ \t\r\n]*:')
+_KEY_END_TEXT = re.compile(r'"[ \t\r\n]*:')
+_UNPARSED = object()
 _BRACKET = re.compile(rb"[\[\]{}]")
 _BRACKET_TEXT = re.compile(r"[\[\]{}]")
 
@@ -70,8 +76,9 @@ def _may_repeat(keys: list[Any]) -> bool:
         return False
     if len(set(keys)) != len(keys):
         return True
-    backslash = b"\\" if keys and isinstance(keys[0], bytes) else "\\"
-    return any(backslash in key for key in keys)  # "a" and "\u0061" are one key
+    if isinstance(keys[0], bytes):
+        return b"\\" in b"".join(keys)  # "a" and "\u0061" are one key
+    return "\\" in "".join(keys)
 
 
 def pairs_without_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -86,12 +93,37 @@ def pairs_without_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return result
 
 
+def _count_keys(value: Any) -> int:
+    count, stack = 0, [value]
+    while stack:
+        item = stack.pop()
+        if type(item) is dict:
+            count += len(item)
+            stack.extend(item.values())
+        elif type(item) is list:
+            stack.extend(item)
+    return count
+
+
 def duplicate_key(data: bytes | str) -> str | None:
     """The first key some object of ``data`` repeats, or None (also None for text that is not
-    JSON: the parser reports that). Call on text the nesting check passed."""
-    keys = (_KEY_TEXT if isinstance(data, str) else _KEY).findall(data)
-    if not _may_repeat(keys):
-        return None
+    JSON: the parser reports that). Call on text the nesting check passed.
+
+    Fast path: every key of the text ends in ``"``, blanks and ``:``, and elsewhere that sequence
+    can only sit inside a string (as ``\\"`` then ``:``); so when the parsed value holds as many
+    keys as the text holds such endings, no key was dropped, i.e. none was repeated."""
+    try:
+        parsed = orjson.loads(data)
+    except orjson.JSONDecodeError:
+        parsed = _UNPARSED
+    if parsed is not _UNPARSED:
+        endings = len((_KEY_END_TEXT if isinstance(data, str) else _KEY_END).findall(data))
+        if endings == _count_keys(parsed):
+            return None
+    else:
+        keys = (_KEY_TEXT if isinstance(data, str) else _KEY).findall(data)
+        if not _may_repeat(keys):
+            return None
     try:
         json.loads(data, object_pairs_hook=pairs_without_duplicates)
     except DuplicateKey as exc:

@@ -24,7 +24,7 @@ from pydantic import ValidationError
 
 from engine.errors import InputError
 from engine.events import Event, event_adapter
-from engine.importers.redaction import Redactor, _may_hold_secret
+from engine.importers.redaction import Redactor, may_hold_secret_bytes
 from engine.json_guards import duplicate_key, nesting_error
 
 __all__ = ["RunEvents", "read_native", "parse_native_lines", "iter_native", "bounded_lines", "dump_native", "CHUNK_EVENTS"]
@@ -182,13 +182,21 @@ _NOT_REDACTED = frozenset({"run_id", "seq", "event_id", "ts", "kind", "actor", "
 def _redacted(event: Event, raw: bytes) -> tuple[Event, int]:
     """The event with every secret replaced by the redaction marker (the same kinds the harness
     importers redact), and how many; most lines hold no marker word and cost one scan."""
-    if not _may_hold_secret(raw.decode("utf-8")):
+    if not may_hold_secret_bytes(raw):
+        return event, 0
+    try:
+        record = orjson.loads(raw)  # the fields as written: cheaper to scan than the model
+    except orjson.JSONDecodeError:  # e.g. an integer beyond 64 bits: scan the model's dump
+        record = event.model_dump(mode="python", exclude_none=True)
+    probe = Redactor()
+    for name, value in record.items():
+        if name not in _NOT_REDACTED:
+            probe.value(value)
+    if not probe.count:
         return event, 0
     redactor = Redactor()
     dumped = event.model_dump(mode="python", exclude_none=True)
     changed = {name: redactor.value(value) for name, value in dumped.items() if name not in _NOT_REDACTED}
-    if not redactor.count:
-        return event, 0
     return event_adapter().validate_python({**dumped, **changed}), redactor.count
 
 
