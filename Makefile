@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 DEMO_DB ?= sqlite:///procgrade.db
 DEMO_REPORT ?= procgrade-report.html
 
-.PHONY: demo test bench-ingest bench-rescore bench-import clean
+.PHONY: demo test bench-ingest bench-rescore bench-import bench-scale clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -56,6 +56,9 @@ bench-rescore: $(VENV)/.installed-dev
 
 bench-import: $(VENV)/.installed-dev
 	$(BIN)/python bench/imports.py
+
+bench-scale: $(VENV)/.installed-dev
+	$(BIN)/python bench/scale.py
 
 clean:
 	rm -rf $(VENV) procgrade.db procgrade.db-wal procgrade.db-shm procgrade-report.html .pytest_cache .hypothesis
