@@ -10,7 +10,7 @@ DEMO_TB_DB ?= sqlite:///procgrade-tb.db
 DEMO_TB_REPORT ?= procgrade-tb-report.html
 DEMO_TB := tests/fixtures/imports/terminal-bench-claude-code
 
-.PHONY: demo test bench-ingest bench-rescore bench-import clean
+.PHONY: demo test bench-ingest bench-rescore bench-import bench-huge-run clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -70,6 +70,9 @@ bench-rescore: $(VENV)/.installed-dev
 
 bench-import: $(VENV)/.installed-dev
 	$(BIN)/python bench/imports.py
+
+bench-huge-run: $(VENV)/.installed-dev
+	$(BIN)/python bench/huge_run.py
 
 clean:
 	rm -rf $(VENV) procgrade.db procgrade.db-wal procgrade.db-shm procgrade-report.html .pytest_cache .hypothesis \

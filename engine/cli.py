@@ -159,21 +159,35 @@ def show(run_id: Annotated[str, typer.Argument(help="The run.")], db: DbOption =
 @app.command("verify-log")
 def verify_log_command(
     run_ids: Annotated[Optional[list[str]], typer.Argument(help="Runs to check (default: all).")] = None,
+    receipts: Annotated[Optional[Path], typer.Option("--receipts", help="Also check the store against the signed "
+                                                     "seal receipts in this folder (see `procgrade seal --sign`).")] = None,
+    public_key: Annotated[Optional[Path], typer.Option("--public-key", help="The Ed25519 public key (PEM) the "
+                                                       "receipts must be signed with.")] = None,
     db: DbOption = DEFAULT_DB,
 ) -> None:
     """Recompute each run's hash chain from the stored events; exit 1 on any mismatch."""
+    from engine.integrity import seal_problems
     from engine.log_verification import verify_log
 
     bad = 0
     with _store(db) as store:
-        for run_id in run_ids or [info.run_id for info in store.runs()]:
+        wanted = run_ids or [info.run_id for info in store.runs()]
+        sealing = {}
+        for problem in seal_problems(store, wanted):
+            sealing.setdefault(problem.run_id, []).append(problem)
+        for run_id in wanted:
             report = verify_log(store, run_id)
-            if report.ok:
+            problems = report.problems + [str(p).removeprefix(f"{run_id}: ") for p in sealing.get(run_id, [])]
+            if not problems:
                 out.print(f"{run_id}: ok ({report.events_checked} events, head {(report.head_hash or '-')[:16]})")
             else:
                 bad += 1
-                for problem in report.problems:
+                for problem in problems:
                     err.print(f"{run_id}: {problem}", markup=False)
+        receipt_problems = 0 if receipts is None else _check_receipts(store, receipts, public_key,
+                                                                      wanted if run_ids else None)
+    if receipt_problems:
+        _fail(f"procgrade: {bad} run(s) fail verification; {receipt_problems} disagreement(s) with the signed receipts")
     if bad:
         _fail(f"procgrade: {bad} run(s) fail verification")
 
@@ -199,12 +213,53 @@ def export(
                 handle.writelines(lines)
 
 
+ReceiptsOption = Annotated[Path, typer.Option("--receipts", help="The receipts log: a folder of signed, "
+                                              "hash-chained receipt files.")]
+
+
 @app.command()
-def seal(run_id: Annotated[str, typer.Argument(help="The run.")], db: DbOption = DEFAULT_DB) -> None:
-    """Seal a run: record its head hash as final and refuse later appends."""
+def seal(
+    run_id: Annotated[str, typer.Argument(help="The run.")],
+    sign: Annotated[Optional[Path], typer.Option("--sign", help="Ed25519 private key (PEM): also write a signed "
+                                                 "receipt of the seal and the run's scores to the receipts log.")] = None,
+    receipts: ReceiptsOption = Path("receipts"),
+    db: DbOption = DEFAULT_DB,
+) -> None:
+    """Seal a run: record its head hash as final and refuse later appends (sealing again only re-signs)."""
     with _store(db) as store:
         info = store.seal(run_id)
-    out.print(f"{run_id}: sealed at {info.sealed_event_count} events, head {info.sealed_head_hash}")
+        out.print(f"{run_id}: sealed at {info.sealed_event_count} events, head {info.sealed_head_hash}")
+        if sign is not None:
+            from engine.receipts import write_receipt
+
+            out.print(Text(f"{run_id}: signed receipt {write_receipt(store, run_id, sign, receipts)}"))
+
+
+@app.command()
+def keygen(
+    private: Annotated[Path, typer.Argument(help="Where to write the Ed25519 private key (PEM, mode 600).")],
+    public: Annotated[Optional[Path], typer.Option("--public", help="Where to write the public key "
+                                                   "(default: PRIVATE.pub).")] = None,
+) -> None:
+    """Make an Ed25519 key pair for signing seal receipts (keep the private key away from the database)."""
+    from engine.receipts import generate_keys
+
+    public = public or private.with_name(private.name + ".pub")
+    fingerprint = generate_keys(private, public)
+    out.print(Text(f"private key {private}, public key {public} (sha256 {fingerprint})"))
+
+
+def _check_receipts(store: EventStore, receipts: Path, public_key: Optional[Path], run_ids: Optional[list[str]]) -> int:
+    from engine.receipts import verify_receipts
+
+    if public_key is None:
+        _fail("procgrade: --receipts needs --public-key (the key that signed them)", 2)
+    checked, problems = verify_receipts(store, receipts, public_key, run_ids)  # type: ignore[arg-type]
+    for problem in problems:
+        err.print(str(problem), markup=False)
+    if not problems:
+        out.print(f"receipts: ok ({checked} signed receipts match the store)")
+    return len(problems)
 
 
 RulesOption = Annotated[
@@ -279,12 +334,18 @@ def verify_command(
     """Recompute every stored score and byte-compare; exit 1 naming any drift."""
     from engine.rescoring import verify_scores
 
+    from engine.integrity import integrity_problems
+
     with _store(db) as store:
+        problems = integrity_problems(store, run_ids)
         checked, drifts = verify_scores(store, run_ids)
+    for problem in problems:
+        err.print(str(problem), markup=False)
     for drift in drifts:
         err.print(f"{drift.run_id}: rule set {drift.ruleset_hash[:16]}: {drift.reason}", markup=False)
-    if drifts:
-        _fail(f"procgrade: {len(drifts)} of {checked} stored scores drifted")
+    if drifts or problems:
+        _fail(f"procgrade: {len(drifts)} of {checked} stored scores drifted; {len(problems)} seal or score "
+              "head problem(s)")
     out.print(f"{checked} stored scores reproduce byte for byte")
 
 

@@ -16,6 +16,7 @@ adding an optional field never changes the hash of an existing event.
 from __future__ import annotations
 
 import re
+from datetime import datetime as _datetime
 from typing import Annotated, Any, ClassVar, Literal, Union
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, TypeAdapter, ValidationInfo, field_validator, model_validator
@@ -37,6 +38,29 @@ MODEL_ACTOR_PATTERN = re.compile(r"^(agent|subagent:.+)$")
 RUN_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:@/+-]{0,199}$"
 # RFC 3339 date-time; informational only, never used for order.
 TS_PATTERN = r"^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d{1,9})?([Zz]|[+-]\d{2}:\d{2})$"
+
+
+def is_instant(text: str) -> bool:
+    """Whether ``text`` (already matching :data:`TS_PATTERN`) names a real instant: month 1-12,
+    a day the month has, hours 0-23, minutes 0-59, seconds 0-60 (a leap second), offsets
+    within a day. ``2026-13-45T25:61:61Z`` matches the pattern and is none of these."""
+    date, time = text[:10], text[11:]
+    zone_at = max(time.rfind("+"), time.rfind("-"), time.upper().rfind("Z"))
+    clock, zone = time[:zone_at], time[zone_at:].upper()
+    hms = clock.split(".")[0]
+    if hms.endswith(":60"):  # RFC 3339 allows a leap second; datetime does not
+        hms = hms[:-2] + "59"
+    try:
+        _datetime.fromisoformat(f"{date}T{hms}{'+00:00' if zone == 'Z' else zone}")
+    except ValueError:
+        return False
+    return zone == "Z" or int(zone[1:3]) < 24 and int(zone[4:6]) < 60
+
+
+def _real_instant(value: str | None) -> str | None:
+    if value is not None and not is_instant(value):
+        raise ValueError("not a real RFC 3339 instant (month, day, hour, minute, second or offset out of range)")
+    return value
 
 Sha256Hex = Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
 # Integers and strings that land in typed columns must fit them in both databases:
@@ -67,7 +91,8 @@ class Event(_Strict):
     run_id: Annotated[str, Field(pattern=RUN_ID_PATTERN, description="The run (stream) this event belongs to.")]
     seq: Annotated[int, Field(ge=0, le=2**63 - 1, description="Gapless position in the run, from 0.")]
     event_id: Annotated[str, Field(min_length=1, max_length=200, pattern=r"^[^\x00]*$", description="Client id; a retried append with the same id is a no-op.")]
-    ts: Annotated[str | None, Field(pattern=TS_PATTERN, description="RFC 3339 time; informational only.")] = None
+    ts: Annotated[str | None, Field(pattern=TS_PATTERN, description="RFC 3339 time; informational only."),
+                  AfterValidator(_real_instant)] = None
     kind: str
     actor: Annotated[str, Field(pattern=ACTOR_PATTERN, description="agent, subagent:<id>, harness, user, human, grader, judge, system.")]
     stage: StageIndex | None = None

@@ -1,4 +1,4 @@
-"""Ingest: read sources, validate all of them, then append every run in one transaction.
+"""Ingest: read sources and append every run in one transaction, writing as they are read.
 
 Sources are procgrade's native JSONL or any format an importer reads (``--format
 auto`` detects which, file by file, and the report says which it chose). Nothing
@@ -10,14 +10,15 @@ from __future__ import annotations
 
 import contextlib
 import gc
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from engine.errors import InputError, StoreError
 from engine.importers.provenance import Overrides
-from engine.native import RunEvents, parse_native_lines, read_native
+from engine.native import RunEvents, bounded_lines, iter_native
 from engine.store import AppendResult, EventStore
+from engine.store.base import RunWriter
 
 __all__ = ["IngestReport", "Ingested", "Overrides", "ingest_native", "ingest_paths", "formats"]
 
@@ -84,15 +85,14 @@ def _ingest(store: EventStore, paths: Sequence[Path | str], *, format: str, seal
             if format == "native":
                 if given:
                     raise _native_refused(str(path))
-                reports.extend(_append_native(writer, read_native(path), seal))
+                reports.extend(_append_native(writer, iter_native(str(path), _file_lines(path)), seal))
                 continue
             tree = open_tree(path)
             native = [rel for rel in tree.selected if format == "auto" and _is_native(tree, rel)]
             if native and given:
                 raise _native_refused(tree.label(native[0]))
             for rel in native:
-                batches = parse_native_lines(tree.label(rel), tree.read_bytes(rel).split(b"\n"))
-                reports.extend(_append_native(writer, batches, seal))
+                reports.extend(_append_native(writer, iter_native(tree.label(rel), tree.iter_lines(rel)), seal))
             plan = plan_imports(tree, format, skip=native)
             unrecognised.extend(tree.label(rel) for rel in plan.unrecognised)
             for importer, unit in plan.units:
@@ -111,15 +111,57 @@ def _native_refused(where: str) -> InputError:
                       "records its own provenance (ingest it separately)")
 
 
-def _append_native(writer: object, batches: list[RunEvents], seal: bool) -> list[IngestReport]:
-    reports = []
-    for batch in batches:
+def _append_native(writer: RunWriter, pieces: Iterable[RunEvents], seal: bool) -> list[IngestReport]:
+    """Write one file's runs piece by piece as they are read (memory holds a piece per run, not
+    the file); seal them once the file is read; one report per run."""
+    totals: dict[str, _RunTotals] = {}
+    for piece in pieces:
         try:
-            result = writer.append(batch.run_id, batch.events, seal=seal)  # type: ignore[attr-defined]
+            result = writer.append(piece.run_id, piece.events, redactions=piece.redactions)
         except StoreError as exc:
-            raise _locate(exc, batches) from exc
-        reports.append(IngestReport(batch.source, batch.run_id, len(batch.events), batch.duplicates_skipped, result))
-    return reports
+            raise _locate(exc, [piece]) from exc
+        totals.setdefault(piece.run_id, _RunTotals(piece.source)).add(piece, result)
+    if seal:
+        for run_id in totals:
+            info = writer.seal(run_id)
+            totals[run_id].sealed = info.sealed
+    return [t.report(run_id) for run_id, t in totals.items()]
+
+
+@dataclass
+class _RunTotals:
+    """One run's pieces of one file, added up into one report."""
+
+    source: str
+    events_read: int = 0
+    duplicates_skipped: int = 0
+    appended: int = 0
+    already_stored: int = 0
+    last: AppendResult | None = None
+    sealed: bool = False
+
+    def add(self, piece: RunEvents, result: AppendResult) -> None:
+        self.events_read += len(piece.events)
+        self.duplicates_skipped += piece.duplicates_skipped
+        self.appended += result.appended
+        self.already_stored += result.already_stored
+        self.last = result
+
+    def report(self, run_id: str) -> IngestReport:
+        last = self.last
+        assert last is not None
+        result = AppendResult(run_id, self.appended, self.already_stored, last.event_count, last.head_hash,
+                              last.sealed or self.sealed)
+        return IngestReport(self.source, run_id, self.events_read, self.duplicates_skipped, result)
+
+
+def _file_lines(path: Path | str) -> Iterator[bytes]:
+    """A native file's lines, read as needed."""
+    try:
+        handle = Path(path).open("rb")
+    except OSError as exc:
+        raise InputError(str(path), None, None, f"cannot read: {exc.strerror or exc}") from exc
+    yield from bounded_lines(handle, str(path))
 
 
 def _is_native(tree: object, rel: str) -> bool:
@@ -131,21 +173,14 @@ def _is_native(tree: object, rel: str) -> bool:
 def ingest_native(store: EventStore, paths: Sequence[Path | str], *, seal: bool = False) -> list[IngestReport]:
     """Ingest native JSONL files: all runs of all files, or nothing.
 
-    Files are read one at a time inside one write transaction, so memory holds one
-    file's events, and a bad line in the last file still leaves nothing written.
+    Every file is read line by line inside one write transaction and each run is written in
+    pieces as it is read, so memory is bounded by a piece per open run (not by the file), and a
+    bad line in the last file still leaves nothing written.
     """
     reports: list[IngestReport] = []
     with _no_cyclic_gc(), store.writer() as writer:
         for path in paths:
-            batches = read_native(path)
-            for batch in batches:
-                try:
-                    result = writer.append(batch.run_id, batch.events, seal=seal)
-                except StoreError as exc:
-                    raise _locate(exc, batches) from exc
-                reports.append(IngestReport(batch.source, batch.run_id, len(batch.events),
-                                            batch.duplicates_skipped, result))
-            del batches
+            reports.extend(_append_native(writer, iter_native(str(path), _file_lines(path)), seal))
     return reports
 
 

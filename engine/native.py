@@ -2,9 +2,11 @@
 
 Reading checks everything that can be checked without the store, and reports
 the first problem as ``FILE:LINE: field: reason``: bytes that are not UTF-8,
-lines that are not JSON, unknown kinds, wrong types, missing fields, gaps in a
-run's seqs, a seq repeated with different content, an event_id reused. An
-identical repeated line (a retried write) is skipped and counted.
+lines that are not JSON, keys repeated in an object, nesting deeper than the limit,
+unknown kinds, wrong types, impossible timestamps, missing fields, gaps in a run's
+seqs, a seq repeated with different content, an event_id reused. An identical
+repeated line (a retried write) is skipped and counted. Secrets are redacted as the
+harness importers redact them (the payload keeps the marker; the run counts them).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import json
 import math
 import re
 from collections.abc import Iterable, Iterator
+from typing import BinaryIO
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -21,22 +24,31 @@ from pydantic import ValidationError
 
 from engine.errors import InputError
 from engine.events import Event, event_adapter
+from engine.importers.redaction import Redactor, may_hold_secret_bytes
+from engine.json_guards import duplicate_key, nesting_error
 
-__all__ = ["RunEvents", "read_native", "parse_native_lines", "dump_native"]
+__all__ = ["RunEvents", "read_native", "parse_native_lines", "iter_native", "bounded_lines", "dump_native", "CHUNK_EVENTS"]
 
 
 @dataclass
 class RunEvents:
-    """The events of one run as read from one source, with where each came from."""
+    """Consecutive events of one run as read from one source, with where each came from
+    (a whole run, or one piece of it when read in chunks)."""
 
     run_id: str
     source: str
     events: list[Event] = field(default_factory=list)
     lines: list[int] = field(default_factory=list)
     duplicates_skipped: int = 0
+    #: seq -> secrets redacted from that event before it was validated.
+    redactions: dict[int, int] = field(default_factory=dict)
 
     def line_of(self, seq: int) -> int:
         return self.lines[seq - self.events[0].seq]
+
+
+#: Events of one run held before they are handed on (ingest writes them as the file is read).
+CHUNK_EVENTS = 5000
 
 
 def read_native(path: Path | str) -> list[RunEvents]:
@@ -49,39 +61,78 @@ def read_native(path: Path | str) -> list[RunEvents]:
     return parse_native_lines(str(path), data.split(b"\n"))
 
 
+#: The longest line read (a payload of a few MB is common; a 2 GB file of NUL bytes is not a line).
+MAX_LINE_BYTES = 64 * 2**20
+
+
+def bounded_lines(handle: BinaryIO, source: str, limit: int | None = None) -> Iterator[bytes]:
+    """The lines of an open binary file without their ``\\n``, one at a time; a line longer than
+    ``limit`` bytes is refused before it is held whole."""
+    limit = MAX_LINE_BYTES if limit is None else limit
+    with handle:
+        number = 0
+        while True:
+            raw = handle.readline(limit + 1)
+            if not raw:
+                return
+            number += 1
+            if len(raw) > limit and not (len(raw) == limit + 1 and raw.endswith(b"\n")):
+                raise InputError(source, number, None, f"line longer than {limit} bytes")
+            yield raw[:-1] if raw.endswith(b"\n") else raw
+
+
 def parse_native_lines(source: str, lines: Iterable[bytes]) -> list[RunEvents]:
-    adapter = event_adapter()
+    """Every run of ``lines`` whole, in order of first appearance."""
     runs: dict[str, RunEvents] = {}
+    for piece in iter_native(source, lines, chunk=None):
+        runs[piece.run_id] = piece
+    return list(runs.values())
+
+
+def iter_native(source: str, lines: Iterable[bytes], *, chunk: int | None = CHUNK_EVENTS) -> Iterator[RunEvents]:
+    """Validate ``lines`` one by one and yield each run in consecutive pieces of at most ``chunk``
+    events (None: each run whole, at the end), so a caller can write as it reads: memory holds
+    a chunk per run, not the file. A line repeating an event already handed on is handed on
+    again as a piece of its own: the store skips it when identical and refuses it when not."""
+    adapter = event_adapter()
+    runs: dict[str, _RunState] = {}
     seen_ids: dict[str, int] = {}
     for number, raw in enumerate(lines, start=1):
         if not raw.strip():
             continue
         _check_utf8(source, number, raw)
+        _check_shape(source, number, raw)
         try:
             event = adapter.validate_json(raw)
         except ValidationError as exc:
             raise _input_error(source, number, exc) from None
         if _NON_JSON_NUMBER.search(raw) is not None:
             _refuse_non_json_numbers(source, number, raw)
-        run = runs.get(event.run_id)
-        if run is None:
-            run = runs[event.run_id] = RunEvents(event.run_id, source)
-        if run.events:
-            last = run.events[-1]
-            if event.seq <= last.seq:
-                earlier = run.events[event.seq - run.events[0].seq] if event.seq >= run.events[0].seq else None
-                if earlier is not None and earlier == event:
-                    run.duplicates_skipped += 1
-                    continue
-                if earlier is None:
+        event, redacted = _redacted(event, raw)
+        state = runs.get(event.run_id)
+        if state is None:
+            state = runs[event.run_id] = _RunState(event.seq, RunEvents(event.run_id, source))
+        buffer = state.buffer
+        if state.last is not None and event.seq <= state.last:
+            if event.seq < state.first:
+                raise InputError(source, number, "seq",
+                                 f"run {event.run_id}: seq {event.seq} comes after seq {state.last}: seqs must ascend")
+            if buffer.events and event.seq >= buffer.events[0].seq:
+                earlier = buffer.events[event.seq - buffer.events[0].seq]
+                if earlier != event:
                     raise InputError(source, number, "seq",
-                                     f"run {event.run_id}: seq {event.seq} comes after seq {last.seq}: seqs must ascend")
-                raise InputError(source, number, "seq",
-                                 f"run {event.run_id}: seq {event.seq} repeated with different content "
-                                 f"(first at line {run.line_of(event.seq)})")
-            if event.seq != last.seq + 1:
-                raise InputError(source, number, "seq",
-                                 f"run {event.run_id}: seq {event.seq} follows seq {last.seq}: seqs must be gapless")
+                                     f"run {event.run_id}: seq {event.seq} repeated with different content "
+                                     f"(first at line {buffer.line_of(event.seq)})")
+                buffer.duplicates_skipped += 1
+                continue
+            # an event handed on already: the store compares it with what it wrote
+            if chunk is not None:
+                yield state.flush()
+            yield RunEvents(event.run_id, source, [event], [number], redactions={event.seq: redacted} if redacted else {})
+            continue
+        if state.last is not None and event.seq != state.last + 1:
+            raise InputError(source, number, "seq",
+                             f"run {event.run_id}: seq {event.seq} follows seq {state.last}: seqs must be gapless")
         first_line = seen_ids.setdefault(event.event_id, number)
         if first_line != number:
             raise InputError(source, number, "event_id", f"event_id {event.event_id!r} already used at line {first_line}")
@@ -89,9 +140,64 @@ def parse_native_lines(source: str, lines: Iterable[bytes]) -> list[RunEvents]:
             reason = ("seq 0 must be a run_started event" if event.seq == 0
                       else f"run_started must be seq 0, not seq {event.seq}")
             raise InputError(source, number, "kind", f"run {event.run_id}: {reason}")
-        run.events.append(event)
-        run.lines.append(number)
-    return list(runs.values())
+        buffer.events.append(event)
+        buffer.lines.append(number)
+        if redacted:
+            buffer.redactions[event.seq] = redacted
+        state.last = event.seq
+        if chunk is not None and len(buffer.events) >= chunk:
+            yield state.flush()
+    for state in runs.values():
+        if state.buffer.events or state.buffer.duplicates_skipped:
+            yield state.flush()
+
+
+@dataclass
+class _RunState:
+    first: int
+    buffer: RunEvents
+    last: int | None = None
+
+    def flush(self) -> RunEvents:
+        piece = self.buffer
+        self.buffer = RunEvents(piece.run_id, piece.source)
+        return piece
+
+
+def _check_shape(source: str, number: int, raw: bytes) -> None:
+    """Too deep nesting (before any parser recurses) and repeated keys, located."""
+    problem = nesting_error(raw)
+    if problem is not None:
+        raise InputError(source, number, None, problem)
+    key = duplicate_key(raw)
+    if key is not None:
+        raise InputError(source, number, key, "duplicate key: a JSON object must not repeat a key "
+                         "(the last value would silently win)")
+
+
+#: Event fields never redacted: identity, order and kind, and digests.
+_NOT_REDACTED = frozenset({"run_id", "seq", "event_id", "ts", "kind", "actor", "stage", "parent_seq"})
+
+
+def _redacted(event: Event, raw: bytes) -> tuple[Event, int]:
+    """The event with every secret replaced by the redaction marker (the same kinds the harness
+    importers redact), and how many; most lines hold no marker word and cost one scan."""
+    if not may_hold_secret_bytes(raw):
+        return event, 0
+    try:
+        record = orjson.loads(raw)  # the fields as written: cheaper to scan than the model
+    except orjson.JSONDecodeError:  # e.g. an integer beyond 64 bits: scan the model's dump
+        record = event.model_dump(mode="python", exclude_none=True)
+    probe = Redactor()
+    for name, value in record.items():
+        if name not in _NOT_REDACTED:
+            probe.value(value)
+    if not probe.count:
+        return event, 0
+    redactor = Redactor()
+    dumped = event.model_dump(mode="python", exclude_none=True)
+    changed = {name: redactor.value(value) for name, value in dumped.items() if name not in _NOT_REDACTED}
+    return event_adapter().validate_python({**dumped, **changed}), redactor.count
 
 
 def dump_native(events: Iterable[Event]) -> Iterator[bytes]:

@@ -9,6 +9,10 @@ stored rule set and compares bytes.
 
 from __future__ import annotations
 
+import ctypes
+import os
+import signal
+import sys
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
@@ -105,12 +109,29 @@ def _documents(store: EventStore, run_ids: list[str], ruleset: RuleSet, digest: 
         return
     url = store.engine.url.render_as_string(hide_password=False)
     chunks = _chunks(run_ids, workers)
-    with ProcessPoolExecutor(max_workers=workers) as pool:
+    with ProcessPoolExecutor(max_workers=workers, initializer=_die_with_parent, initargs=(os.getpid(),)) as pool:
         futures = [pool.submit(_score_chunk, url, body, chunk) for chunk in chunks]
         # Results come back in submission order: run order, whatever the worker count.
         for future in futures:
             for fields in future.result():
                 yield _document_from(fields, ruleset, digest)
+
+
+def _die_with_parent(parent: int) -> None:
+    """In a worker: ask Linux to SIGKILL this process when its parent dies (``kill -9`` of
+    ``procgrade rescore`` must not leave workers running under PID 1, holding its stdout);
+    elsewhere, or if the parent is already gone, a worker that outlives it exits."""
+    if sys.platform.startswith("linux"):
+        try:
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        except (OSError, AttributeError):
+            pass
+    if os.getppid() != parent:
+        os._exit(1)
+
+
+_PR_SET_PDEATHSIG = 1
 
 
 def _chunks(run_ids: list[str], workers: int) -> list[list[str]]:

@@ -29,7 +29,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from engine.errors import InputError, ProcgradeError
-from engine.events import EVENT_KINDS, TS_PATTERN, Event
+from engine.events import EVENT_KINDS, TS_PATTERN, Event, is_instant
 from engine.importers.provenance import current_overrides, resolve
 from engine.importers.redaction import Redactor
 from engine.importers.shell import file_effects
@@ -161,7 +161,7 @@ def timestamp(value: Any) -> str | None:
     if isinstance(value, str):
         text = value.strip()
         if _TS.match(text):
-            return text
+            return text if is_instant(text) else None
         # Fractions longer than nanoseconds, or "+0000" offsets, are normalised.
         m = re.match(r"^(\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2})(\.\d+)?([Zz]|[+-]\d{2}:?\d{2})$", text)
         if m:
@@ -169,7 +169,8 @@ def timestamp(value: Any) -> str | None:
             offset = m.group(3)
             if len(offset) == 5:
                 offset = offset[:3] + ":" + offset[3:]
-            return f"{m.group(1)}{fraction}{offset}"
+            normal = f"{m.group(1)}{fraction}{offset}"
+            return normal if is_instant(normal) else None
     return None
 
 

@@ -98,7 +98,7 @@ from engine.importers.base import Importer, Unit, register
 from engine.importers.building import ImportedRun, Record, RunBuilder, timestamp
 from engine.importers.claude_code_bash import bash_ending
 from engine.importers.redaction import Redactor
-from engine.importers.source_tree import SourceTree, strict_json
+from engine.importers.source_tree import SourceTree, refuse_unsafe_json, strict_json
 
 __all__ = ["ClaudeCodeImporter", "StreamEnd", "StreamProvenance", "emit_stream_json", "parse_line"]
 
@@ -263,13 +263,15 @@ def _looks_like_claude_code(obj: Any) -> bool:
     return False
 
 
-def parse_line(rel: str, record: int | str, text: str, *, when: str | None = None) -> _Line:
-    """One transcript line: its value, or why it is kept as ``unparsed``."""
+def parse_line(rel: str, record: int | str, text: str, *, when: str | None = None, label: str | None = None) -> _Line:
+    """One transcript line: its value, or why it is kept as ``unparsed`` (a cut-off record is
+    tolerated; a duplicate key or too deep nesting never is: a located error, ``label`` naming the file)."""
     try:
         value = strict_json(text)
     except json.JSONDecodeError as exc:
         return _Line(rel, record, text, bad=f"invalid JSON: {exc.msg} (column {exc.colno})", when=when)
     except ValueError as exc:
+        refuse_unsafe_json(label or rel, record if isinstance(record, int) else None, exc)
         return _Line(rel, record, text, bad=f"invalid JSON: {exc}", when=when)
     # the reason quotes the value: describe the redacted value, never the raw one
     return _Line(rel, record, text, value=value, bad=_shape_problem(Redactor().value(value)), when=when)
@@ -395,7 +397,7 @@ class _Reader:
                 lines.append(_Line(rel, number, raw.decode("utf-8", "replace"),
                                    bad=f"not UTF-8: byte 0x{raw[exc.start]:02x}"))
                 continue
-            lines.append(parse_line(rel, number, text))
+            lines.append(parse_line(rel, number, text, label=self.tree.label(rel)))
         return lines
 
     def _register(self, lines: list[_Line]) -> None:

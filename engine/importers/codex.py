@@ -107,7 +107,7 @@ from engine.importers.building import ImportedRun, Record, RunBuilder, timestamp
 from engine.importers.patches import apply_patch_effects
 from engine.importers.redaction import Redactor
 from engine.importers.shell import exit_code_from_text, file_effects
-from engine.importers.source_tree import SourceTree, strict_json
+from engine.importers.source_tree import SourceTree, refuse_unsafe_json, strict_json
 
 __all__ = ["CodexImporter"]
 
@@ -230,6 +230,7 @@ def _lines(tree: SourceTree, rel: str) -> list[tuple[int, Any, str, str | None]]
         except json.JSONDecodeError as exc:
             out.append((number, None, text.replace("\x00", "\ufffd"), f"invalid JSON: {exc.msg} (column {exc.colno})"))
         except ValueError as exc:
+            refuse_unsafe_json(tree.label(rel), number, exc)
             out.append((number, None, text.replace("\x00", "\ufffd"), f"invalid JSON: {exc}"))
     return out
 

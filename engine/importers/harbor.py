@@ -81,7 +81,7 @@ from engine.exact import decimal_text
 from engine.importers.base import Importer, Unit, register
 from engine.importers.building import ImportedRun, Record, RunBuilder, timestamp
 from engine.importers.shell import exit_code_from_text
-from engine.importers.source_tree import SourceTree
+from engine.importers.source_tree import SourceTree, strict_json
 
 __all__ = ["HarborImporter", "AtifImporter", "AtifReader", "reward_text", "actor_id"]
 
@@ -260,7 +260,7 @@ def _terminus_reply(text: str) -> dict[str, Any] | None:
     if not (stripped.startswith("{") and stripped.endswith("}")):
         return None
     try:
-        value = json.loads(stripped)
+        value = strict_json(stripped)  # no nesting deep enough to reach a recursion limit
     except ValueError:
         return None
     if not isinstance(value, dict) or not isinstance(value.get("commands"), list):

@@ -23,8 +23,9 @@ from pathlib import Path
 from typing import Any
 
 from engine.errors import InputError
+from engine.json_guards import _KEY_TEXT, DuplicateKey, TooDeep, _may_repeat, nesting_error, pairs_without_duplicates
 
-__all__ = ["SourceTree", "JsonLine", "open_tree", "tree_of_bytes", "ARCHIVE_SUFFIXES", "strict_json"]
+__all__ = ["SourceTree", "JsonLine", "open_tree", "tree_of_bytes", "ARCHIVE_SUFFIXES", "strict_json", "refuse_unsafe_json"]
 
 ARCHIVE_SUFFIXES = (".zip", ".tar", ".tar.gz", ".tgz", ".tar.bz2", ".tar.xz")
 
@@ -46,10 +47,39 @@ def _finite(token: str) -> float:
 
 def strict_json(data: bytes | str) -> Any:
     """Parse RFC 8259 JSON exactly: big integers stay exact; NaN, Infinity and numbers
-    that overflow a double are refused (none has a canonical form). Raises ValueError."""
+    that overflow a double are refused (none has a canonical form); so are objects that
+    repeat a key (:class:`DuplicateKey`) and nesting deeper than ``MAX_DEPTH`` (:class:`TooDeep`,
+    checked before parsing, so no recursion limit is ever reached). Raises ValueError."""
     if isinstance(data, bytes):
         data = data.decode("utf-8")
-    return json.loads(data, parse_constant=_refuse_constant, parse_float=_finite)
+    problem = nesting_error(data)
+    if problem is not None:
+        raise TooDeep(problem)
+    hook = pairs_without_duplicates if _may_repeat(_KEY_TEXT.findall(data)) else None
+    return json.loads(data, parse_constant=_refuse_constant, parse_float=_finite, object_pairs_hook=hook)
+
+
+def refuse_unsafe_json(label: str, line: int | None, exc: ValueError) -> None:
+    """For importers' own line loops: a duplicate key or too deep nesting is never tolerated
+    like a cut-off record; raise its located :class:`InputError`."""
+    located = _strictness_error(label, "", exc, line)
+    if located is not None:
+        raise located from None
+
+
+def _strictness_error(label: str, text: str, exc: ValueError, line: int | None = None) -> InputError | None:
+    """The located error for a duplicate key or too deep nesting (never tolerated, unlike a
+    truncated record), or None for other errors."""
+    if isinstance(exc, DuplicateKey):
+        if line is None:
+            token = json.dumps(exc.key)
+            first = text.find(token)
+            second = text.find(token, first + 1) if first >= 0 else -1
+            line = text.count("\n", 0, second) + 1 if second >= 0 else None
+        return InputError(label, line, exc.key, str(exc))
+    if isinstance(exc, TooDeep):
+        return InputError(label, line, None, str(exc))
+    return None
 
 
 @dataclass(frozen=True)
@@ -162,6 +192,23 @@ class SourceTree:
         except OSError as exc:
             raise InputError(self.label(rel), None, None, f"cannot read: {exc.strerror or exc}") from exc
 
+    def iter_lines(self, rel: str) -> Iterator[bytes]:
+        """The file's lines without their ``\\n``, read as they are needed: a file on disk is
+        never held whole (an archive member already is)."""
+        source = self._direct.get(rel)
+        if source is None:
+            source = self._all().get(rel)
+        if source is None or isinstance(source, bytes):
+            yield from self.read_bytes(rel).split(b"\n")
+            return
+        try:
+            handle = Path(source).open("rb")
+        except OSError as exc:
+            raise InputError(self.label(rel), None, None, f"cannot read: {exc.strerror or exc}") from exc
+        from engine.native import bounded_lines
+
+        yield from bounded_lines(handle, self.label(rel))
+
     def text(self, rel: str) -> str:
         data = self.read_bytes(rel)
         try:
@@ -179,7 +226,8 @@ class SourceTree:
             except json.JSONDecodeError as exc:
                 raise InputError(self.label(rel), exc.lineno, None, f"invalid JSON: {exc.msg} (column {exc.colno})") from None
             except ValueError as exc:
-                raise InputError(self.label(rel), None, None, f"invalid JSON: {exc}") from None
+                located = _strictness_error(self.label(rel), text, exc)
+                raise (located or InputError(self.label(rel), None, None, f"invalid JSON: {exc}")) from None
         return self._json_cache[rel]
 
     def try_json(self, rel: str) -> Any:
@@ -208,21 +256,26 @@ class SourceTree:
             except json.JSONDecodeError as exc:
                 lines.append(JsonLine(number, None, f"invalid JSON: {exc.msg} (column {exc.colno})", raw))
             except ValueError as exc:
+                located = _strictness_error(self.label(rel), raw, exc, number)
+                if located is not None:
+                    raise located from None
                 lines.append(JsonLine(number, None, f"invalid JSON: {exc}", raw))
         return lines
 
     def first_json_line(self, rel: str, limit: int = 5) -> Any:
         """The first parseable line of a JSONL file among its first ``limit`` (for sniffing)."""
+        lines = self.iter_lines(rel)
         try:
-            data = self.read_bytes(rel)
+            for _, raw in zip(range(limit), lines):
+                if raw.strip():
+                    try:
+                        return strict_json(raw)
+                    except (ValueError, UnicodeDecodeError):
+                        continue
         except InputError:
             return None
-        for raw in data.split(b"\n", limit)[:limit]:
-            if raw.strip():
-                try:
-                    return strict_json(raw)
-                except (ValueError, UnicodeDecodeError):
-                    continue
+        finally:
+            lines.close()
         return None
 
 

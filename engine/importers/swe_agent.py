@@ -57,7 +57,7 @@ from engine.importers.base import Importer, Unit, register
 from engine.importers.building import ImportedRun, Record, RunBuilder, timestamp
 from engine.importers.provenance import identify
 from engine.importers.shell import exit_code_from_text
-from engine.importers.source_tree import SourceTree
+from engine.importers.source_tree import SourceTree, strict_json
 
 __all__ = ["SweAgentImporter", "MiniSweAgentImporter"]
 
@@ -244,7 +244,7 @@ def _config_dict(value: Any) -> dict[str, Any]:
     """``replay_config``: a JSON object, or (as SWE-agent writes it) JSON text of one."""
     if isinstance(value, str):
         try:
-            value = json.loads(value)
+            value = strict_json(value)
         except ValueError:
             return {}
     return value if isinstance(value, dict) else {}
@@ -470,7 +470,7 @@ class SweAgentImporter(Importer):
         state = step.get("state", (str, dict, type(None)), required=False)
         if isinstance(state, str) and state.strip():
             try:
-                parsed = json.loads(state)
+                parsed = strict_json(state)
             except ValueError:
                 raise step.error("state", "not JSON (0.x records the state as a JSON object in text)") from None
             if not isinstance(parsed, dict):
@@ -481,7 +481,7 @@ class SweAgentImporter(Importer):
         """(state, recorded_after_action): 0.x text states precede the action, 1.x dicts follow it."""
         state = step.get("state", (str, dict, type(None)), required=False)
         if isinstance(state, str):
-            return (json.loads(state) if state.strip() else None), False
+            return (strict_json(state) if state.strip() else None), False
         return state, True
 
     def _pair(self, steps: list[Record], history: list[Record]) -> tuple[dict[int, int], dict[int, int]]:
@@ -780,7 +780,7 @@ class MiniSweAgentImporter(Importer):
                 function = call.get("function") if isinstance(call, dict) else None
                 arguments = function.get("arguments") if isinstance(function, dict) else None
                 try:
-                    args = json.loads(arguments) if isinstance(arguments, str) else arguments
+                    args = strict_json(arguments) if isinstance(arguments, str) else arguments
                 except ValueError:
                     args = None
                 if not isinstance(args, dict) or not isinstance(args.get("command"), str):

@@ -79,6 +79,15 @@ class RunPage:
     rules: tuple[RuleSummary, ...]
     violations: tuple[Violation, ...]
     events: tuple[TimelineEvent, ...]
+    #: Violations and events of a huge run left out of the page (see the caps below).
+    violations_omitted: int = 0
+    events_omitted: int = 0
+
+
+#: A run's page shows at most this many events (the first ones, then those its shown violations
+#: cite) and this many violations; the rest is summarised with a pointer to ``procgrade show``.
+TIMELINE_CAP = 2000
+VIOLATIONS_CAP = 500
 
 
 def run_anchor(run_id: str) -> str:
@@ -95,18 +104,25 @@ def run_page(store: EventStore, run_id: str, ruleset: RuleSet) -> RunPage:
     info = store.run(run_id)
     findings, document = run_findings(store, ruleset, run_id)
     titles = {rule.id: rule.title for rule in ruleset.rules}
+    violated = [f for rule in ruleset.rules for f in findings[rule.id] if f.verdict == "violated"]
     violations = tuple(Violation(f.rule, titles[f.rule], f.seq, f.stage, tuple(f.cited))
-                       for rule in ruleset.rules for f in findings[rule.id] if f.verdict == "violated")
+                       for f in violated[:VIOLATIONS_CAP])
+    total_violations = len(violated)
+    del violated, findings
     citing: dict[int, list[str]] = {}
     for violation in violations:
         for seq in violation.cited:
             rules = citing.setdefault(seq, [])
             if violation.rule not in rules:
                 rules.append(violation.rule)
+    # The first events, then the cited ones beyond them: never the whole of a huge run.
+    shown = list(store.events_between(run_id, 0, TIMELINE_CAP - 1))
+    shown += [event for seq in sorted(s for s in citing if s >= TIMELINE_CAP)
+              for event in store.events_between(run_id, seq, seq)]
     events = tuple(
         TimelineEvent(event.seq, event.stage, event.actor, event.kind, describe(event),
                       tuple(citing.get(event.seq, ())))
-        for event in store.events(run_id)
+        for event in shown
     )
     rules = tuple(
         RuleSummary(rule["id"], titles[rule["id"]], rule["pattern"], rule["fulfilled"], rule["violated"],
@@ -117,7 +133,8 @@ def run_page(store: EventStore, run_id: str, ruleset: RuleSet) -> RunPage:
     return RunPage(run_id=run_id, model=info.model, harness=info.harness, task_id=info.task_id,
                    format=info.source_format or "native", event_count=info.event_count, head_hash=info.head_hash,
                    ruleset=ruleset.name, process_score=document.process_score, rules=rules,
-                   violations=violations, events=events)
+                   violations=violations, events=events, violations_omitted=total_violations - len(violations),
+                   events_omitted=info.event_count - len(events))
 
 
 def _seq_link(run_id: str, seq: int) -> str:
@@ -145,18 +162,33 @@ def _rules_table(page: RunPage) -> str:
 def _violations_list(page: RunPage) -> str:
     if not page.violations:
         return '<p class="no-violations">No rule is violated on this run.</p>'
+    more = (f'<p class="note omitted">and {page.violations_omitted} more violations: '
+            f"<code>procgrade explain {esc(page.run_id)}</code> lists them all.</p>" if page.violations_omitted else "")
     items = []
     for violation in page.violations:
         cited = ", ".join(_seq_link(page.run_id, seq) for seq in violation.cited) or "-"
         items.append(f'<li class="finding violated" data-rule="{esc(violation.rule)}">'
                      f"<code>{esc(violation.rule)}</code> "
                      f"violated at {esc(_where(violation))}: {esc(violation.title)}; cites seq {cited}</li>")
-    return '<ol class="findings">' + "".join(items) + "</ol>"
+    return '<ol class="findings">' + "".join(items) + "</ol>" + more
+
+
+def _omitted(page: RunPage) -> str:
+    """The note under a huge run's timeline: how much is left out and how to see it."""
+    if not page.events_omitted:
+        return ""
+    return (f'<p class="note omitted">{page.events_omitted} of {page.event_count} events are not shown here '
+            f"(the first {min(TIMELINE_CAP, page.event_count)} are, and those the listed violations cite): "
+            f"<code>procgrade show {esc(page.run_id)}</code> prints the whole timeline.</p>")
 
 
 def _timeline(page: RunPage) -> str:
     rows = []
+    previous = -1
     for event in page.events:
+        if event.seq != previous + 1:
+            rows.append(f'<tr class="gap"><td colspan="5">... {event.seq - previous - 1} events ...</td></tr>')
+        previous = event.seq
         tags = "".join(f'<span class="finding-tag" data-rule="{esc(rule)}">{esc(rule)}</span>'
                        for rule in event.violated_rules)
         css = "event cited" if event.violated_rules else "event"
@@ -181,9 +213,9 @@ def run_section(page: RunPage, *, outcome: str | None = None, group: tuple[str, 
                       for name, value in facts)
     return (f'<section class="run" id="{run_anchor(page.run_id)}" data-run-id="{esc(page.run_id)}">'
             f"<h3>Run <code>{esc(page.run_id)}</code></h3><dl class=\"facts\">{details}</dl>"
-            f"<h4>Rule violations ({len(page.violations)})</h4>{_violations_list(page)}"
+            f"<h4>Rule violations ({len(page.violations) + page.violations_omitted})</h4>{_violations_list(page)}"
             f"<details><summary>Every rule on this run</summary>{_rules_table(page)}</details>"
-            f"<h4>Timeline</h4>{_timeline(page)}"
+            f"<h4>Timeline</h4>{_timeline(page)}{_omitted(page)}"
             '<p class="back"><a href="#runs">back to the runs</a></p></section>')
 
 

@@ -16,7 +16,7 @@ Append protocol (one transaction per run):
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -116,14 +116,24 @@ class EventStore:
         with self._write_transaction() as tx:
             yield RunWriter(self, tx)
 
-    def _append_in(self, tx: Any, run_id: str, events: Sequence[Event], seal: bool) -> AppendResult:
+    def _append_in(self, tx: Any, run_id: str, events: Sequence[Event], seal: bool,
+                   redactions: Mapping[int, int] | None = None,
+                   trackers: dict[str, tuple[int, StageTracker]] | None = None) -> AppendResult:
         info = self._lock_run(tx, run_id)
         first = events[0].seq if events else info.event_count
         if first > info.event_count:
             held = f"the run holds seqs 0..{info.event_count - 1}" if info.event_count else "a run starts at seq 0"
             raise SeqConflictError(f"run {run_id}: seq {first} leaves a gap: {held}", run_id=run_id, seq=first)
         prev = GENESIS if first == 0 else self._stored_hashes(tx, run_id, first - 1, first - 1)[0][2]
-        tracker = StageTracker() if first == 0 else tracker_after(self._stored_envelopes(tx, run_id, first), strict=True)
+        # A writer streaming one run in pieces hands over the derivation's state from the piece
+        # before, so the stored prefix is not read again for every piece.
+        cached = trackers.get(run_id) if trackers is not None else None
+        if first == 0:
+            tracker = StageTracker()
+        elif cached is not None and cached[0] == first:
+            tracker = cached[1]
+        else:
+            tracker = tracker_after(self._stored_envelopes(tx, run_id, first), strict=True)
         rows: list[StoredEvent] = []
         for event in events:
             try:
@@ -133,6 +143,8 @@ class EventStore:
             stored = to_stored(event, prev, in_stage)
             rows.append(stored)
             prev = stored.hash
+        if trackers is not None and events:
+            trackers[run_id] = (events[-1].seq + 1, tracker)
         overlap = [r for r in rows if r.seq < info.event_count]
         new = rows[len(overlap):]
         if overlap:
@@ -146,13 +158,21 @@ class EventStore:
             raise StoreError(f"run {run_id}: seq 0 must be a run_started event, got {events[0].kind}",
                              run_id=run_id, seq=0)
         if new:
+            # A savepoint, so a refused insert leaves the transaction usable to explain itself.
+            tx.execute("SAVEPOINT procgrade_append")
             try:
                 self._insert_rows(tx, [r.row for r in new])
             except self.integrity_errors as exc:
-                raise self._explain_conflict(run_id, new) from exc
+                tx.execute("ROLLBACK TO SAVEPOINT procgrade_append")
+                raise self._explain_conflict(tx, run_id, new) from exc
+            tx.execute("RELEASE SAVEPOINT procgrade_append")
         count = info.event_count + len(new)
         head = new[-1].hash if new else info.head_hash
         provenance = _provenance(events[0]) if new and new[0].seq == 0 else None
+        if new and redactions:
+            redacted = sum(redactions.get(r.seq, 0) for r in new)
+            if redacted:
+                provenance = {**(provenance or {}), "redactions": (info.redactions or 0) + redacted}
         sealing = seal and not info.sealed
         if new or sealing:
             self._update_run(tx, run_id, count, head, provenance, sealing)
@@ -182,12 +202,18 @@ class EventStore:
                 run_id=run_id, seq=seq,
             )
 
-    def _explain_conflict(self, run_id: str, new: list[StoredEvent]) -> StoreError:
-        ids = [r.event_id for r in new]
-        clashes = self._event_owners(ids)
+    def _explain_conflict(self, tx: Any, run_id: str, new: list[StoredEvent]) -> StoreError:
+        first_seq: dict[str, int] = {}
+        for r in new:
+            earlier = first_seq.setdefault(r.event_id, r.seq)
+            if earlier != r.seq:
+                return EventIdConflictError(
+                    f"run {run_id}: event_id {r.event_id!r} at seq {r.seq} is also given to run {run_id} seq {earlier}",
+                    run_id=run_id, seq=r.seq)
+        clashes = self._event_owners(tx, list(first_seq))
         if clashes:
             event_id, owner, seq = clashes[0]
-            mine = next(r.seq for r in new if r.event_id == event_id)
+            mine = first_seq[event_id]
             return EventIdConflictError(
                 f"run {run_id}: event_id {event_id!r} is already stored (run {owner}, seq {seq})",
                 run_id=run_id, seq=mine,
@@ -225,6 +251,18 @@ class EventStore:
             for row in result:
                 yield tuple(row)
 
+    def events_between(self, run_id: str, low: int, high: int) -> Iterator[Event]:
+        """The run's events with ``low <= seq <= high``, in seq order (a window of a huge run)."""
+        query = (
+            select(*(events_table.c[name] for name in STORED_COLUMNS))
+            .where((events_table.c.run_id == run_id) & (events_table.c.seq >= low) & (events_table.c.seq <= high))
+            .order_by(events_table.c.seq)
+        )
+        with self.engine.connect() as conn:
+            rows = conn.execute(query).all()
+        for row in rows:
+            yield to_event(tuple(row))
+
     def hash_at(self, run_id: str, seq: int) -> str | None:
         """The chain hash stored at ``seq`` of the run (None when there is no such event)."""
         query = select(events_table.c.hash).where((events_table.c.run_id == run_id) & (events_table.c.seq == seq))
@@ -244,17 +282,27 @@ class EventStore:
 
     @contextlib.contextmanager
     def _write_transaction(self) -> Iterator[Any]:
+        """One transaction on a driver cursor, the store's only write path: every procgrade
+        writer of a database queues on one lock first (see ``_begin``), so writers never
+        deadlock; driver errors leave as one-line :class:`StoreError`s."""
+        from engine.store.database_errors import translate
+
         raw = self.engine.raw_connection()
         try:
-            cursor = self._begin(raw)
             try:
+                cursor = self._begin(raw)
                 yield cursor
-            except BaseException:
-                raw.rollback()
+                raw.commit()
+            except BaseException as exc:
+                with contextlib.suppress(Exception):
+                    raw.rollback()
+                translated = translate(exc) if isinstance(exc, Exception) else None
+                if translated is not None:
+                    raise translated from exc
                 raise
-            raw.commit()
         finally:
-            raw.close()
+            with contextlib.suppress(Exception):
+                raw.close()
 
     def _begin(self, raw: Any) -> Any:
         raise NotImplementedError
@@ -289,18 +337,15 @@ class EventStore:
                    (run_id, upto))
         return [tuple(r) for r in tx.fetchall()]
 
-    def _event_owners(self, event_ids: list[str]) -> list[tuple[str, str, int]]:
+    def _event_owners(self, tx: Any, event_ids: list[str]) -> list[tuple[str, str, int]]:
+        """Who holds these event ids, as the open transaction sees it (its own earlier runs too)."""
         found: list[tuple[str, str, int]] = []
-        with self.engine.connect() as conn:
-            for start in range(0, len(event_ids), 500):
-                chunk = event_ids[start:start + 500]
-                query = (
-                    select(events_table.c.event_id, events_table.c.run_id, events_table.c.seq)
-                    .where(events_table.c.event_id.in_(chunk))
-                    .order_by(events_table.c.run_id, events_table.c.seq)
-                )
-                found.extend(tuple(r) for r in conn.execute(query))
-        return found
+        for start in range(0, len(event_ids), 500):
+            chunk = event_ids[start:start + 500]
+            tx.execute(self._sql(f"SELECT event_id, run_id, seq FROM events WHERE event_id IN "
+                                 f"({', '.join('?' * len(chunk))})"), tuple(chunk))
+            found.extend(tuple(r) for r in tx.fetchall())
+        return sorted(found, key=lambda r: (r[1], r[2]))
 
     def _update_run(
         self, tx: Any, run_id: str, count: int, head: str | None,
@@ -319,23 +364,30 @@ class EventStore:
 
 
 class RunWriter:
-    """Appends within one open transaction (see :meth:`EventStore.writer`)."""
+    """Appends within one open transaction (see :meth:`EventStore.writer`).
+
+    A run may come in several consecutive pieces (a streaming reader flushes every few
+    thousand events); event ids reused across pieces or runs are refused by the database's
+    unique key and explained from inside the transaction, so the writer keeps nothing per event.
+    """
 
     def __init__(self, store: EventStore, tx: Any) -> None:
         self._store, self._tx = store, tx
-        self._owners: dict[str, tuple[str, int]] = {}
+        #: Per run: the next seq and the stage derivation's state after the last piece appended.
+        self._trackers: dict[str, tuple[int, StageTracker]] = {}
 
-    def append(self, run_id: str, events: Sequence[Event], *, seal: bool = False) -> AppendResult:
+    def append(self, run_id: str, events: Sequence[Event], *, seal: bool = False,
+               redactions: Mapping[int, int] | None = None) -> AppendResult:
+        """Append; ``redactions`` maps seq to secrets redacted from that event (counted on the run)."""
         _check_consecutive(run_id, events)
-        owners = self._owners
-        for event in events:
-            owner = owners.setdefault(event.event_id, (run_id, event.seq))
-            if owner != (run_id, event.seq):
-                raise EventIdConflictError(
-                    f"run {run_id}: event_id {event.event_id!r} at seq {event.seq} is also given "
-                    f"to run {owner[0]} seq {owner[1]}", run_id=run_id, seq=event.seq,
-                )
-        return self._store._append_in(self._tx, run_id, events, seal)
+        return self._store._append_in(self._tx, run_id, events, seal, redactions, self._trackers)
+
+    def seal(self, run_id: str) -> RunInfo:
+        """Seal the run at its current head, in this transaction."""
+        info = self._store._lock_run(self._tx, run_id, create=False)
+        if not info.sealed:
+            self._store._update_run(self._tx, run_id, info.event_count, info.head_hash, None, True)
+        return self._store._select_run(self._tx, run_id) or info
 
 
 def _check_consecutive(run_id: str, events: Sequence[Event]) -> None:

@@ -3,7 +3,8 @@
 ``events``, ``rulesets`` and ``scores`` are append-only: triggers created by the
 migrations refuse UPDATE and DELETE in the database itself. ``runs`` is the per-run projection the writer
 keeps current (head, count, provenance); once a run is sealed, a trigger refuses
-any change to its row.
+any change to its row. ``seals`` records each run's seal once (written by a trigger), so
+a seal cleared behind the triggers' back is still seen by ``verify-log``.
 """
 
 from __future__ import annotations
@@ -74,4 +75,12 @@ scores = Table(
     Column("document", Text, nullable=False),
     Column("document_sha256", Text, nullable=False),
     PrimaryKeyConstraint("run_id", "ruleset_hash", "engine_version", "run_head_hash", name="pk_scores"),
+)
+
+seals = Table(
+    "seals",
+    metadata,
+    Column("run_id", Text, ForeignKey("runs.run_id"), primary_key=True),
+    Column("event_count", BigInteger, nullable=False),
+    Column("head_hash", Text, nullable=False),
 )

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import insert, select
+from sqlalchemy import select
 
 from engine.errors import ScoreDriftError, UnknownRunError
 from engine.facts import FACT_COLUMNS
@@ -55,16 +55,27 @@ class ScoreStore:
         if upto is not None:
             query += f" AND seq < {param}"
             params += (upto,)
+        from engine.store.database_errors import translate
+
         raw = self.engine.raw_connection()
         try:
-            cursor = raw.driver_connection.cursor()
-            cursor.execute(query + " ORDER BY seq", params)
-            while True:
-                rows = cursor.fetchmany(batch)
-                if not rows:
-                    break
-                yield rows
-            cursor.close()
+            # PostgreSQL: a server-side (named) cursor, so a client holds one batch, never the run.
+            cursor = (raw.driver_connection.cursor(name="procgrade_fact_rows")
+                      if self.store.dialect == "postgresql" else raw.driver_connection.cursor())
+            try:
+                cursor.execute(query + " ORDER BY seq", params)
+                while True:
+                    rows = cursor.fetchmany(batch)
+                    if not rows:
+                        break
+                    yield rows
+            except Exception as exc:
+                translated = translate(exc)
+                if translated is None:
+                    raise
+                raise translated from exc
+            finally:
+                cursor.close()
         finally:
             raw.close()
 
@@ -74,13 +85,12 @@ class ScoreStore:
             yield from rows
 
     def save_ruleset(self, ruleset_hash: str, name: str, version: int, body: str) -> None:
-        with self.engine.begin() as conn:
-            exists = conn.execute(
-                select(rulesets_table.c.ruleset_hash).where(rulesets_table.c.ruleset_hash == ruleset_hash)
-            ).first()
-            if exists is None:
-                conn.execute(insert(rulesets_table).values(
-                    ruleset_hash=ruleset_hash, name=name, version=version, body=body))
+        """Store a rule set once: concurrent savers of the same set all end cleanly (the store's
+        write lock serialises them; a set already there is left as it is)."""
+        sql = self.store._sql("INSERT INTO rulesets (ruleset_hash, name, version, body) SELECT ?, ?, ?, ? "
+                              "WHERE NOT EXISTS (SELECT 1 FROM rulesets WHERE ruleset_hash = ?)")
+        with self.store._write_transaction() as tx:
+            tx.execute(sql, (ruleset_hash, name, version, body, ruleset_hash))
 
     def ruleset_body(self, ruleset_hash: str) -> str:
         with self.engine.connect() as conn:
@@ -92,21 +102,25 @@ class ScoreStore:
         return row[0]
 
     def append_score(self, score: StoredScore) -> bool:
-        """Store ``score``; False when the identical document is already stored."""
-        key = (scores_table.c.run_id == score.run_id) & (scores_table.c.ruleset_hash == score.ruleset_hash) \
-            & (scores_table.c.engine_version == score.engine_version) \
-            & (scores_table.c.run_head_hash == score.run_head_hash)
-        with self.engine.begin() as conn:
-            stored = conn.execute(select(scores_table.c.document_sha256).where(key)).first()
-            if stored is not None:
-                if stored[0] != score.document_sha256:
-                    raise ScoreDriftError(
-                        f"run {score.run_id}: the score under rule set {score.ruleset_hash[:16]} differs from the "
-                        f"stored one (stored {stored[0][:16]}, now {score.document_sha256[:16]})",
-                        run_id=score.run_id)
-                return False
-            conn.execute(insert(scores_table).values(**score.__dict__))
-        return True
+        """Store ``score``; False when the identical document is already stored (by this writer
+        or a concurrent one: the check and the insert happen under the store's write lock)."""
+        sql = self.store._sql
+        key = "run_id = ? AND ruleset_hash = ? AND engine_version = ? AND run_head_hash = ?"
+        key_values = (score.run_id, score.ruleset_hash, score.engine_version, score.run_head_hash)
+        columns = list(score.__dict__)
+        with self.store._write_transaction() as tx:
+            tx.execute(sql(f"SELECT document_sha256 FROM scores WHERE {key}"), key_values)
+            stored = tx.fetchone()
+            if stored is None:
+                tx.execute(sql(f"INSERT INTO scores ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})"),
+                           tuple(score.__dict__.values()))
+                return True
+        if stored[0] != score.document_sha256:
+            raise ScoreDriftError(
+                f"run {score.run_id}: the score under rule set {score.ruleset_hash[:16]} differs from the "
+                f"stored one (stored {stored[0][:16]}, now {score.document_sha256[:16]})",
+                run_id=score.run_id)
+        return False
 
     def scores(self, run_id: str | None = None) -> list[StoredScore]:
         query = select(scores_table).order_by(

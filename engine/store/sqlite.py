@@ -8,6 +8,7 @@ from typing import Any
 from sqlalchemy import Engine, create_engine, event
 
 from engine.errors import UnknownRunError
+from engine.store.database_errors import install as install_error_translation
 from engine.store.base import EventStore, RunInfo
 from engine.stored import STORED_COLUMNS
 
@@ -20,7 +21,7 @@ def sqlite_engine(url: str) -> Engine:
     pysqlite's own implicit BEGIN is turned off (isolation_level=None) and SQLAlchemy
     emits BEGIN itself, the recipe SQLAlchemy documents for correct SQLite transactions.
     """
-    engine = create_engine(url, connect_args={"timeout": 30})
+    engine = install_error_translation(create_engine(url, connect_args={"timeout": 30}))
 
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_connection: Any, _record: Any) -> None:
@@ -50,7 +51,9 @@ class SQLiteEventStore(EventStore):
 
     def _lock_run(self, tx: Any, run_id: str, create: bool = True) -> RunInfo:
         if create:
-            tx.execute("INSERT OR IGNORE INTO runs (run_id, event_count) VALUES (?, 0)", (run_id,))
+            # Not INSERT OR IGNORE: a trigger refuses every insert over an existing run (0005).
+            tx.execute("INSERT INTO runs (run_id, event_count) SELECT ?, 0 "
+                       "WHERE NOT EXISTS (SELECT 1 FROM runs WHERE run_id = ?)", (run_id, run_id))
         info = self._select_run(tx, run_id)
         if info is None:
             raise UnknownRunError(f"no run {run_id!r} in the store")

@@ -1,7 +1,7 @@
 """Collector API tokens: hashed secrets, each scoped to a project (a run-id prefix) and to read or write.
 
 Revision ID: 0006
-Revises: 0003 (the lead re-chains it after 0004 and 0005 at merge)
+Revises: 0005
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0006"
-down_revision = "0004"
+down_revision = "0005"
 branch_labels = None
 depends_on = None
 
