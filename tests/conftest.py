@@ -21,6 +21,9 @@ from databases import DATABASES, fresh_url  # noqa: E402
 
 from engine.store import EventStore, open_store  # noqa: E402
 
+#: Task packages and hidden suites kept as fixtures are data for the oracles, never tests of procgrade.
+collect_ignore = ["fixtures"]
+
 
 @pytest.fixture(params=DATABASES)
 def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
