@@ -6,6 +6,9 @@ VENV := .venv
 BIN := $(VENV)/bin
 DEMO_DB ?= sqlite:///procgrade.db
 DEMO_REPORT ?= procgrade-report.html
+DEMO_TB_DB ?= sqlite:///procgrade-tb.db
+DEMO_TB_REPORT ?= procgrade-tb-report.html
+DEMO_TB := tests/fixtures/imports/terminal-bench-claude-code
 
 .PHONY: demo test bench-ingest bench-rescore bench-import clean
 
@@ -25,10 +28,19 @@ $(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $@ $(VENV)/.installed-base $(VENV)/.installed-analysis
 
-# The main job, end to end on the embedded SQLite default: ingest procgrade's own example and the
-# bundled real harness runs, import human and judge grades, judge a workspace with the acceptance
-# oracle, score, compare process with outcome, calibrate, and write the HTML report.
+# The main job, end to end on the embedded SQLite default. First the heart of it: the real multi-system
+# Terminal-Bench sample (Claude Code behind four models on 15 shared tasks, the agents' actions recovered
+# from the terminal recordings) in its own store: process vs outcome per system with Kendall tau-b and
+# Spearman and their bootstrap intervals over tasks, the rule-outcome association table, and its report.
+# Then everything else: procgrade's own example and the other bundled harness runs, human and judge
+# grades, a workspace judged by the acceptance oracle, scores, comparison, calibration and the report.
 demo: $(VENV)/.installed-analysis
+	$(BIN)/procgrade init --db $(DEMO_TB_DB)
+	$(BIN)/procgrade ingest --db $(DEMO_TB_DB) $(DEMO_TB) > /dev/null
+	$(BIN)/procgrade rescore --all --db $(DEMO_TB_DB) > /dev/null
+	$(BIN)/procgrade compare --db $(DEMO_TB_DB) --by system --resamples 1999
+	$(BIN)/procgrade associate --db $(DEMO_TB_DB) --by system --resamples 1999
+	$(BIN)/procgrade report --db $(DEMO_TB_DB) --by system --html $(DEMO_TB_REPORT) --resamples 1999
 	$(BIN)/procgrade init --db $(DEMO_DB)
 	$(BIN)/procgrade ingest --db $(DEMO_DB) examples/native/todo-app-run.jsonl tests/fixtures/grades/arena-runs.jsonl
 	$(BIN)/procgrade ingest --db $(DEMO_DB) tests/fixtures/imports
@@ -43,7 +55,8 @@ demo: $(VENV)/.installed-analysis
 	$(BIN)/procgrade calibrate --db $(DEMO_DB) --reference human --candidate judge --layer requirement --by harness
 	$(BIN)/procgrade calibrate --db $(DEMO_DB) --reference human --candidate rules --layer check
 	$(BIN)/procgrade report --db $(DEMO_DB) --html $(DEMO_REPORT) --allow-mixed --resamples 1999
-	@echo "demo done: database $(DEMO_DB), report $(abspath $(DEMO_REPORT))"
+	@echo "demo done: Terminal-Bench sample in $(DEMO_TB_DB), report $(abspath $(DEMO_TB_REPORT));"
+	@echo "           everything in $(DEMO_DB), report $(abspath $(DEMO_REPORT))"
 
 test: $(VENV)/.installed-dev
 	$(BIN)/python -m pytest -q
@@ -58,4 +71,5 @@ bench-import: $(VENV)/.installed-dev
 	$(BIN)/python bench/imports.py
 
 clean:
-	rm -rf $(VENV) procgrade.db procgrade.db-wal procgrade.db-shm procgrade-report.html .pytest_cache .hypothesis
+	rm -rf $(VENV) procgrade.db procgrade.db-wal procgrade.db-shm procgrade-report.html .pytest_cache .hypothesis \
+		procgrade-tb.db procgrade-tb.db-wal procgrade-tb.db-shm procgrade-tb-report.html

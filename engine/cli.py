@@ -759,7 +759,8 @@ def _cmp_print_lists(groups, by: str) -> None:  # type: ignore[no-untyped-def]
         name = group.group
         if summary is not None:
             if summary.interval_note:
-                out.print(Text(f"{name}: no interval: {summary.interval_note}"))
+                has = summary.pass_at_1_interval is not None
+                out.print(Text(f"{name}: {'interval' if has else 'no interval'}: {summary.interval_note}"))
             for item in summary.no_grade:
                 out.print(Text(f"{name}: no grade, left out of both scores: {item.build_id} plan {item.plan_id} "
                                f"(product {item.product})"))

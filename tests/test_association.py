@@ -95,8 +95,8 @@ def test_association_matches_the_hand_computation() -> None:
     assert (s1.violated_resolved, s1.violated_unresolved, s1.clean_resolved, s1.clean_unresolved) == (1, 3, 3, 1)
     s2 = result.association("r", "S2")
     assert s2.odds_ratio == 0 and s2.low == 0 and s2.note is None  # a zero cell: 0, with a one-sided exact interval
-    assert result.association("q").note == "never violated where it applied: no contrast"
-    assert result.association("z").note == "no run with an outcome where the rule applied"
+    assert result.association("q").note == "no contrast: never violated"
+    assert result.association("z").note == "not applied to a run with an outcome"
 
     everything = result.discrimination_of()
     assert (everything.resolved, everything.unresolved) == (6, 7)

@@ -69,6 +69,9 @@ from engine.store import EventStore, open_store
 from rules.loading import load_ruleset
 
 IMPORTS = Path(__file__).parent / "fixtures" / "imports"
+#: The study's process shapes are worked out under rule set v1 (the comparison's arithmetic is under test here,
+#: not the rules): every store-backed test scores with it.
+V1 = Path(__file__).parent.parent / "rules" / "sets" / "default-v1.yaml"
 RESAMPLES = 199
 F = Fraction
 OUTCOME = {"p": "passed", "f": "failed", "e": "error", "s": "skipped"}
@@ -153,7 +156,7 @@ def cli(*args: str) -> Any:
 
 def test_compare_by_model_matches_the_hand_computation(store: EventStore, tmp_path: Path) -> None:
     ingest_study(store, tmp_path / "study")
-    ruleset = load_ruleset()
+    ruleset = load_ruleset(V1)
     runs = load_runs(store, ruleset)
     for run_id, _, _, shape, _, _ in STUDY:  # the planted process shapes score as designed
         run = next(r for r in runs if r.run_id == run_id)
@@ -226,7 +229,7 @@ def test_mixed_settings_are_refused_unless_allowed(store: EventStore, store_url:
     ingest_study(store, tmp_path / "study")
     odd = build_run("b-t1-9", "model-b", "t1", "clean", [], {}, settings={"temperature": 0.7, "top_p": 1})
     ingest_paths(store, [write_jsonl(tmp_path / "odd.jsonl", odd)])
-    runs = load_runs(store, load_ruleset())
+    runs = load_runs(store, load_ruleset(V1))
 
     with pytest.raises(MixedGroupSettingsError) as refused:
         compare(runs, "model", n_resamples=RESAMPLES)
@@ -245,7 +248,7 @@ def test_mixed_settings_are_refused_unless_allowed(store: EventStore, store_url:
     assert "model_settings.temperature" not in b.outcome.settings and b.outcome.settings["model_settings.top_p"] == 1
     assert allowed.group("model-a").outcome.mixed_settings == {}
 
-    no = cli("compare", "--by", "model", "--resamples", str(RESAMPLES), "--db", store_url)
+    no = cli("compare", "--by", "model", "--rules", str(V1), "--resamples", str(RESAMPLES), "--db", store_url)
     assert no.exit_code == 1 and "refusing to pool runs whose settings differ" in no.output
     assert "model_settings.temperature" in no.output and "b-t1-9" in no.output
     yes = cli("outcomes", "--by", "model", "--allow-mixed", "--db", store_url)
@@ -266,7 +269,8 @@ def test_cli_output_and_json_are_identical_across_runs_and_databases(tmp_path: P
                 store.close()
             for attempt in (1, 2) if kind == "sqlite" else (1,):
                 target = tmp_path / f"{kind}-{attempt}.json"
-                done = cli("compare", "--by", "model", "--resamples", str(RESAMPLES), "--json", str(target), "--db", url)
+                done = cli("compare", "--by", "model", "--rules", str(V1), "--resamples", str(RESAMPLES), "--json",
+                           str(target), "--db", url)
                 assert done.exit_code == 0, done.output
                 outputs[kind] = done.output.replace(str(target), "FILE")
                 documents.append(target.read_bytes())
@@ -479,7 +483,8 @@ def test_cli_aliases_and_min_coverage(tmp_path: Path) -> None:
         store.close()
     aliases = tmp_path / "aliases.yaml"
     aliases.write_text("model-a: alpha\nmodel-b: alpha\n", encoding="utf-8")
-    done = cli("compare", "--by", "model", "--resamples", "50", "--aliases", str(aliases), "--allow-mixed",
+    done = cli("compare", "--by", "model", "--rules", str(V1), "--resamples", "50", "--aliases", str(aliases),
+               "--allow-mixed",
                "--json", str(tmp_path / "c.json"), "--db", db)
     assert done.exit_code == 0, done.output
     import json
@@ -487,7 +492,8 @@ def test_cli_aliases_and_min_coverage(tmp_path: Path) -> None:
     data = json.loads((tmp_path / "c.json").read_text())
     assert [g["group"] for g in data["groups"]] == ["alpha", "model-c"] and data["groups"][0]["runs"] == 9
     # every study run judges 4 of the default set's rules: a threshold above that leaves every run out
-    strict = cli("compare", "--by", "model", "--resamples", "50", "--min-coverage", "1/2", "--json",
+    strict = cli("compare", "--by", "model", "--rules", str(V1), "--resamples", "50", "--min-coverage", "1/2",
+                 "--json",
                  str(tmp_path / "s.json"), "--db", db)
     assert strict.exit_code == 0, strict.output
     data = json.loads((tmp_path / "s.json").read_text())

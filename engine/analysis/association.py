@@ -228,15 +228,15 @@ def _table_stats(a: int, b: int, c: int, d: int, confidence: float) -> tuple[flo
                                                                               float | None, float | None, str | None]:
     """Odds ratio, its exact interval, Fisher's p-value, or a reason for none."""
     if a + b + c + d == 0:
-        return None, None, None, None, "no run with an outcome where the rule applied"
+        return None, None, None, None, "not applied to a run with an outcome"
     if a + b == 0:
-        return None, None, None, None, "never violated where it applied: no contrast"
+        return None, None, None, None, "no contrast: never violated"
     if c + d == 0:
-        return None, None, None, None, "violated in every run it applied to: no contrast"
+        return None, None, None, None, "no contrast: always violated"
     if a + c == 0:
-        return None, None, None, None, "no run resolved: no contrast"
+        return None, None, None, None, "no contrast: none resolved"
     if b + d == 0:
-        return None, None, None, None, "every run resolved: no contrast"
+        return None, None, None, None, "no contrast: all resolved"
     from scipy.stats import fisher_exact
     from scipy.stats.contingency import odds_ratio
 
@@ -263,8 +263,7 @@ def _mantel_haenszel(tables: Sequence[tuple[int, int, int, int]], confidence: fl
         estimate = float(st.oddsratio_pooled)
         low, high = st.oddsratio_pooled_confint(alpha=1 - confidence)
     if not math.isfinite(estimate) or estimate == 0:
-        return (None if math.isnan(estimate) else estimate), None, None, len(usable), \
-            "a zero in every group's table: no Mantel-Haenszel interval"
+        return None, None, None, len(usable), "a zero cell in every group: no Mantel-Haenszel estimate"
     return estimate, _finite_or_inf(low), _finite_or_inf(high), len(usable), None
 
 
@@ -420,7 +419,7 @@ def render(result: Association, console: Any) -> None:
             continue  # the rule never applied in this group: nothing to show (the pooled row says so)
         mh = "" if row.group != ALL or not result.groups else (
             odds_text(row.mh_odds_ratio, row.mh_low, row.mh_high) + f" over {row.mh_strata}"
-            if row.mh_odds_ratio is not None else (row.mh_note or "-"))
+            if row.mh_odds_ratio is not None and row.mh_note is None else (row.mh_note or "-"))
         table.add_row(Text(row.rule), Text(row.group), str(row.runs),
                       f"{row.violated_resolved}/{row.violated_resolved + row.clean_resolved} "
                       f"({_pct(row.rate_resolved)})",

@@ -117,7 +117,7 @@ def suppressed_notes(result: Any) -> list[str]:
     notes = []
     by_reason: dict[str, list[str]] = {}
     for row in result.associations:
-        if row.note is not None and row.note != "no run with an outcome where the rule applied":
+        if row.note is not None and row.note != "not applied to a run with an outcome":
             by_reason.setdefault(row.note, []).append(f"{row.rule} ({row.group})")
     never = [rule for rule in result.rules if result.applicability_of(rule).applied == 0]
     if never:
