@@ -66,6 +66,7 @@ Everything is deterministic: runs, items, groups and graders are sorted, bootstr
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -98,7 +99,9 @@ from engine.analysis.agreement import (
     to_plain,
     variance_decomposition,
 )
-from engine.analysis.dataset import RunView, group_key
+from engine.analysis.annotators import annotations_of, resolve
+from engine.analysis.annotators import design as parse_design
+from engine.analysis.dataset import GROUPING_FIELDS, RunView, group_key
 from engine.analysis.graded_runs import coverage_text, select_graded
 from engine.analysis.rankings import (
     RankAgreement,
@@ -165,6 +168,9 @@ class Comparison(_Plain):
     alpha: KrippendorffAlpha | None
     rank: RankAgreement | None
     notes: tuple[str, ...]
+    #: Items left out of this comparison, per reason (``reference abstained``, ``candidate single-annotated``,
+    #: ``not graded by candidate``, ...), sorted by reason.
+    excluded: tuple[tuple[str, int], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -226,6 +232,10 @@ class LayerCalibration(_Plain):
     ratings: tuple[Ratings, ...]
     variance: tuple[Variance, ...]
     notes: tuple[str, ...]
+    #: The items compared (``--item``, or every item the reference graded on the layer).
+    items: tuple[str, ...] = ()
+    #: Items the reference's design left out, per reason (abstained, single-annotated, ...).
+    reference_excluded: tuple[tuple[str, int], ...] = ()
 
     def comparison(self, candidate: str, group: str | None = None) -> Comparison:
         for c in self.comparisons:
@@ -296,9 +306,11 @@ class _Label:
 
 
 def _selector(name: str) -> Callable[[Grade], bool]:
-    if name in CLASS_GRADERS:
-        return lambda g: g.actor == name or g.actor.startswith(name + ":")
-    return lambda g: g.actor == name or g.sheet == name
+    """The grades ``name`` reads: a grader, a set (human, judge) or a rule's set (primary: human)."""
+    try:
+        return parse_design(name).selects
+    except ValueError as exc:
+        raise CalibrationError(str(exc)) from None
 
 
 def _key(grade: Grade) -> Key:
@@ -311,7 +323,8 @@ def _show_key(key: Key) -> str:
 
 
 def _label(grade: Grade, scale: str) -> Any:
-    return grade.value if scale == "ordinal" else grade.passed
+    """The grade's label on ``scale``; None for an abstention."""
+    return grade.value if scale == "ordinal" else grade.label if scale == "nominal" else grade.passed
 
 
 def _graded(runs: Sequence[RunView], layer: str, scale: str, select: Callable[[Grade], bool]) -> dict[Key, list[_Label]]:
@@ -387,7 +400,8 @@ class _Grader:
 
 def calibrate(runs: Sequence[RunView], reference: str, candidates: Sequence[str], *, layer: str | None = None,
               by: str | None = None, seed: int = 0, bootstrap: int = 1000,
-              confidence: float = 0.95, min_coverage: Any = None, identity: Any = None) -> Calibration:
+              confidence: float = 0.95, min_coverage: Any = None, identity: Any = None,
+              items: Sequence[str] | None = None, pool_items: bool = False) -> Calibration:
     """Calibrate ``candidates`` against ``reference`` over ``runs`` (see the module docstring).
 
     ``layer`` limits the calibration to one layer (default: every layer the reference graded); ``by`` adds one
@@ -395,8 +409,12 @@ def calibrate(runs: Sequence[RunView], reference: str, candidates: Sequence[str]
     correlations and ratings group by (default ``model``). ``bootstrap`` resamples for rank-correlation and
     Bradley-Terry intervals, seeded with ``seed``. ``min_coverage`` (a Fraction) leaves rules labels out for
     runs with a smaller share of applicable rules; ``identity`` groups model names
-    (:class:`~engine.analysis.model_identity.ModelIdentity`)."""
+    (:class:`~engine.analysis.model_identity.ModelIdentity`). ``items`` limits each layer to those items;
+    items of different names on a study's own layer, of different scales, or named together, are pooled
+    only with ``pool_items`` (see :func:`_pooling`)."""
     runs = sorted(runs, key=lambda r: r.run_id)
+    if by is not None and by not in GROUPING_FIELDS and "." not in by and any(by in r.labels for r in runs):
+        by = f"labels.{by}"  # a run label: --by benchmark
     candidates = tuple(candidates)
     if not candidates:
         raise CalibrationError("name at least one candidate grader")
@@ -404,8 +422,6 @@ def calibrate(runs: Sequence[RunView], reference: str, candidates: Sequence[str]
         raise CalibrationError(f"a candidate is named twice: {', '.join(candidates)}")
     if reference == RULES:
         raise CalibrationError("rules cannot be the reference: they are what is calibrated")
-    if layer is not None and layer not in GRADE_LAYERS:
-        raise CalibrationError(f"unknown layer {layer!r} (layers: {', '.join(GRADE_LAYERS)})")
     if bootstrap < 1:
         raise CalibrationError("bootstrap needs at least one resample")
     rank_by = by or "model"
@@ -414,7 +430,14 @@ def calibrate(runs: Sequence[RunView], reference: str, candidates: Sequence[str]
             run.field(rank_by)
         except KeyError as exc:
             raise CalibrationError(str(exc.args[0])) from None
-    grades = [g for run in runs for g in run.grades]
+    grades = [g for run in runs for g in run.grades if items is None or g.item in items]
+    if items is not None:
+        every = [g for run in runs for g in run.grades]
+        missing_items = [i for i in items if not any(g.item == i for g in every)]
+        if missing_items:
+            known_items = _sorted({g.item for g in every if g.item})
+            raise CalibrationError(f"no grade of item {missing_items[0]!r} (items graded: "
+                                   f"{', '.join(known_items) or 'none'})")
     known_actors = _sorted({g.actor for g in grades})
     known_sheets = _sorted({g.sheet for g in grades if g.sheet})
     for name in (reference, *candidates):
@@ -440,19 +463,24 @@ def calibrate(runs: Sequence[RunView], reference: str, candidates: Sequence[str]
         not_graded = [NotGraded(e.run_id, e.reason, e.coverage_text) for e in selection.left_out
                       if e.run_id in referenced]
     select_ref = _selector(reference)
-    graded_layers = [name for name in GRADE_LAYERS
-                     if any(g.layer == name and select_ref(g) and (g.value is not None or g.passed is not None)
-                            for g in grades)]
+    answered = {g.layer for g in grades if select_ref(g) and (g.value is not None or g.passed is not None
+                                                              or g.label is not None or g.abstained is not None)}
+    graded_layers = [name for name in GRADE_LAYERS if name in answered] + sorted(answered - set(GRADE_LAYERS))
     layers = [layer] if layer is not None else graded_layers
+    if layer is not None and layer not in GRADE_LAYERS and not any(g.layer == layer for run in runs for g in run.grades):
+        raise CalibrationError(f"unknown layer {layer!r}: no grade is on it"
+                               + (f" (graded layers: {', '.join(graded_layers)})" if graded_layers else ""))
     if layer is not None and layer not in graded_layers:
         raise CalibrationError(f"{reference} graded nothing on layer {layer}"
                                + (f" (graded layers: {', '.join(graded_layers)})" if graded_layers else ""))
     with _one_blas_thread():
         results = tuple(_calibrate_layer(runs, name, reference, candidates, by, rank_by, seed, bootstrap,
-                                         confidence, rules_runs, identity) for name in layers)
+                                         confidence, rules_runs, identity, items, pool_items) for name in layers)
     notes = (("an item graded more than once by one grader counts once in agreement, the matrix, rank "
               "correlations and ratings: its first grade in seq order; the re-grades feed the variance "
-              "decomposition"),)
+              "decomposition"),
+             ("an item several graders of a set annotated is read at its first annotation (the order the sheet "
+              "states, else import order); an abstention there leaves the item out, counted"))
     if not_graded:
         notes += (f"rules give no label on {len(not_graded)} run(s) the reference graded: not graded (no process "
                   "score) or below --min-coverage; they are listed apart",)
@@ -498,6 +526,15 @@ def calibrate_store(store: Any, reference: str, candidates: Sequence[str], *, la
 
 
 def _layer_scale(grades: list[Grade]) -> tuple[str, tuple[Any, ...], list[str]]:
+    declared = {g.scale for g in grades if g.scale is not None}
+    if len(declared) == 1:
+        kind = next(iter(declared))
+        if kind == "nominal":
+            categories = _sorted({c for g in grades for c in (g.categories or ())} | {g.label for g in grades if g.label})
+            return "nominal", tuple(categories), []
+        if kind == "binary":
+            return "binary", (False, True), []
+    grades = [g for g in grades if g.abstained is None]
     if not any(g.value is not None for g in grades):
         return "binary", (False, True), []
     values = [g.value for g in grades if g.value is not None]
@@ -514,16 +551,22 @@ def _layer_scale(grades: list[Grade]) -> tuple[str, tuple[Any, ...], list[str]]:
 
 def _calibrate_layer(runs: list[RunView], layer: str, reference: str, candidates: tuple[str, ...], by: str | None,
                      rank_by: str, seed: int, bootstrap: int, confidence: float, rules_runs: frozenset[str],
-                     identity: Any) -> LayerCalibration:
-    layer_grades = [g for run in runs for g in run.grades if g.layer == layer]
+                     identity: Any, items: Sequence[str] | None = None, pool_items: bool = False) -> LayerCalibration:
+    layer_grades = [g for run in runs for g in run.grades if g.layer == layer and (items is None or g.item in items)]
+    if items is not None:
+        runs = [_only_items(r, items) for r in runs]
+    pooled, pool_notes = _pooling(layer, layer_grades, _selector(reference), items, pool_items)
     scale, labels, notes = _layer_scale(layer_grades)
+    notes = pool_notes + notes
     weights = "quadratic" if scale == "ordinal" else None
     runs_by_id = {r.run_id: r for r in runs}
     group_of = {r.run_id: group_key(r, by, identity) for r in runs} if by else {}
 
     ref_graded = _graded(runs, layer, scale, _selector(reference))
-    ref = _Grader(reference, "item", "agreement", _first(ref_graded), ref_graded)
+    ref_design = _resolved(runs, layer, scale, reference)
+    ref = _Grader(reference, "item", "agreement", ref_design.labels, ref_graded)
     ref_run = _run_level(ref.view, scale)
+    excluded_of: dict[str, dict[Key, str]] = {reference: ref_design.excluded}
     graders: list[_Grader] = []
     for name in candidates:
         if name == RULES:
@@ -535,16 +578,19 @@ def _calibrate_layer(runs: list[RunView], layer: str, reference: str, candidates
             graders.append(_Grader(RULES, "run", mode, _rules_labels(runs_by_id, layer, keys), None))
         else:
             graded = _graded(runs, layer, scale, _selector(name))
-            if not graded:
+            resolved = _resolved(runs, layer, scale, name)
+            if not graded and not resolved.excluded:
                 notes.append(f"{name} graded nothing on layer {layer}")
                 continue
-            graders.append(_Grader(name, "item", "agreement", _first(graded), graded))
+            excluded_of[name] = resolved.excluded
+            graders.append(_Grader(name, "item", "agreement", resolved.labels, graded))
     for g in (ref, *graders):
         if g.graded is not None:
             regraded = sum(1 for labels in g.graded.values() if len(labels) > 1)
             if regraded:
-                notes.append(f"{g.name} graded {regraded} item(s) more than once: agreement uses the first grade "
-                             "in seq order")
+                notes.append(f"{g.name} graded {regraded} item(s) more than once: agreement "
+                             + ("reads the rule's label" if parse_design(g.name).kind == "rule" else
+                                "uses the first grade in seq order"))
 
     def ref_view(level: str) -> dict[Key, Any]:
         return ref_run if level == "run" else ref.view
@@ -565,8 +611,19 @@ def _calibrate_layer(runs: list[RunView], layer: str, reference: str, candidates
     comparisons = []
     for g in graders:
         for group in groups:
-            comparisons.append(_compare(g, in_group(ref_view(g.level), group), in_group(g.view, group), group,
-                                        scale, labels, weights, confidence, seed, bootstrap))
+            compared = _compare(g, in_group(ref_view(g.level), group), in_group(g.view, group), group,
+                                scale, labels, weights, confidence, seed, bootstrap)
+            if g.level == "item":
+                compared = dataclasses.replace(compared, excluded=_excluded(
+                    in_group(ref.view, group), in_group(ref_design.excluded, group), in_group(g.view, group),
+                    in_group(excluded_of[g.name], group)))
+            comparisons.append(compared)
+            if group is None and compared.n == 0 and g.name != RULES:
+                why = "; ".join(f"{reason} {n}" for reason, n in compared.excluded)
+                raise CalibrationError(
+                    f"{g.name} and {reference} share no graded item on layer {layer}"
+                    + (f" ({', '.join(items)})" if items else "") + f": {reference} labelled {len(ref.view)}, "
+                    f"{g.name} {len(g.view)}" + (f"; left out: {why}" if why else ""))
 
     mcnemar_rows = []
     for a, b in combinations(graders, 2):
@@ -597,8 +654,76 @@ def _calibrate_layer(runs: list[RunView], layer: str, reference: str, candidates
     return LayerCalibration(
         layer=layer, scale=scale, labels=labels, weights=weights, reference_items=len(ref.view),
         comparisons=tuple(comparisons), mcnemar=tuple(mcnemar_rows), matrix=matrix, rankings=rankings,
-        ratings=ratings, variance=variance, notes=tuple(notes),
+        ratings=ratings, variance=variance, notes=tuple(notes), items=pooled,
+        reference_excluded=_counted(ref_design.excluded.values()),
     )
+
+
+def _only_items(run: RunView, items: Sequence[str]) -> RunView:
+    return dataclasses.replace(run, grades=tuple(g for g in run.grades if g.item in items))
+
+
+def _resolved(runs: Sequence[RunView], layer: str, scale: str, name: str) -> Any:
+    """``name``'s label per item on ``layer`` under its annotator design, and the items it leaves out."""
+    chosen = parse_design(name)
+    grades = (g for run in runs for g in run.grades if g.layer == layer)
+    return resolve(chosen, annotations_of(grades, chosen, _key, lambda g: _label(g, scale)))
+
+
+def _counted(reasons: Iterable[str]) -> tuple[tuple[str, int], ...]:
+    counts: dict[str, int] = {}
+    for reason in reasons:
+        counts[reason] = counts.get(reason, 0) + 1
+    return tuple(sorted(counts.items()))
+
+
+def _excluded(ref: dict[Key, Any], ref_out: dict[Key, str], cand: dict[Key, Any],
+              cand_out: dict[Key, str]) -> tuple[tuple[str, int], ...]:
+    """Why items graded by either side are not in the comparison."""
+    reasons = [f"reference {why}" for k, why in ref_out.items() if k in cand or k in cand_out]
+    reasons += [f"candidate {why}" for k, why in cand_out.items() if k in ref]
+    reasons += ["not graded by the candidate" for k in ref if k not in cand and k not in cand_out]
+    return _counted(reasons)
+
+
+def _scale_text(grade: Grade) -> str:
+    kind = grade.kind_of_scale
+    if kind == "ordinal" and grade.scale_min is not None and grade.scale_max is not None:
+        return f"ordinal {grade.scale_min}..{grade.scale_max}"
+    if kind == "nominal" and grade.categories:
+        return "nominal " + "|".join(grade.categories)
+    return kind
+
+
+def _pooling(layer: str, grades: list[Grade], select_ref: Callable[[Grade], bool], items: Sequence[str] | None,
+             pool_items: bool) -> tuple[tuple[str, ...], list[str]]:
+    """The items a layer's comparison pools, or a :class:`CalibrationError` when it would pool what it should not
+    without ``pool_items``: items of different scales, items of a study's own layer (declared scales), or items
+    named together with ``--item``. Items of one scale on an engine layer (DevAI requirements, arena checks) pool
+    as they always have, with a note."""
+    answered = [g for g in grades if select_ref(g)]
+    scales: dict[str, set[str]] = {}
+    for g in answered:
+        scales.setdefault(g.item or "-", set()).add(_scale_text(g))
+    names = _sorted(scales)
+    kinds = _sorted({text.split(" ")[0] for found in scales.values() for text in found})
+    shown = ", ".join(f"{name} ({'/'.join(_sorted(scales[name]))})" for name in names[:8]) + (
+        f", ... ({len(names)} items)" if len(names) > 8 else "")
+    if len(kinds) > 1:
+        raise CalibrationError(f"layer {layer} mixes scales: {shown}: name one item with --item (a binary, ordinal "
+                               "or nominal item is compared with items of its own kind only)")
+    distinct_scales = {text for found in scales.values() for text in found}
+    study = any(g.scale is not None for g in answered)
+    if len(names) > 1 and not pool_items and (len(distinct_scales) > 1 or study or items is not None):
+        what = "items of different scales" if len(distinct_scales) > 1 else f"{len(names)} items"
+        raise CalibrationError(f"layer {layer} would pool {what}: {shown}: name one with --item NAME, or give "
+                               "--pool-items to compare them together")
+    notes = []
+    if len(names) > 1:
+        notes.append(f"{len(names)} items pooled on layer {layer}: {', '.join(names[:8])}"
+                     + (", ..." if len(names) > 8 else "")
+                     + (" (--pool-items)" if pool_items else ""))
+    return tuple(names), notes
 
 
 def _compare(g: _Grader, ref: dict[Key, Any], cand: dict[Key, Any], group: str | None, scale: str,
