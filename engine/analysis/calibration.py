@@ -68,6 +68,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import warnings
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from itertools import combinations
@@ -473,14 +474,20 @@ def calibrate(runs: Sequence[RunView], reference: str, candidates: Sequence[str]
     if layer is not None and layer not in graded_layers:
         raise CalibrationError(f"{reference} graded nothing on layer {layer}"
                                + (f" (graded layers: {', '.join(graded_layers)})" if graded_layers else ""))
-    with _one_blas_thread():
+    with _one_blas_thread(), warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
         results = tuple(_calibrate_layer(runs, name, reference, candidates, by, rank_by, seed, bootstrap,
                                          confidence, rules_runs, identity, items, pool_items) for name in layers)
+    # a library's warning is never printed as it is: it becomes a note of the result (first line, once)
+    leaked = tuple(f"{w.category.__name__} from {w.filename.rsplit('/site-packages/', 1)[-1]}: "
+                   f"{str(w.message).splitlines()[0]}" for w in caught
+                   if not issubclass(w.category, (DeprecationWarning, PendingDeprecationWarning)))
     notes = (("an item graded more than once by one grader counts once in agreement, the matrix, rank "
               "correlations and ratings: its first grade in seq order; the re-grades feed the variance "
               "decomposition"),
              ("an item several graders of a set annotated is read at its first annotation (the order the sheet "
               "states, else import order); an abstention there leaves the item out, counted"))
+    notes += tuple(_sorted(set(leaked)))
     if not_graded:
         notes += (f"rules give no label on {len(not_graded)} run(s) the reference graded: not graded (no process "
                   "score) or below --min-coverage; they are listed apart",)
@@ -510,7 +517,8 @@ def _one_blas_thread() -> Any:
 
 def calibrate_store(store: Any, reference: str, candidates: Sequence[str], *, layer: str | None = None,
                     by: str | None = None, rules: Path | str | None = None, seed: int = 0, bootstrap: int = 1000,
-                    confidence: float = 0.95, min_coverage: Any = None, identity: Any = None) -> Calibration:
+                    confidence: float = 0.95, min_coverage: Any = None, identity: Any = None,
+                    items: Sequence[str] | None = None, pool_items: bool = False) -> Calibration:
     """:func:`calibrate` over every stored run; process scores (rule set ``rules``, default the built-in one)
     are computed only when ``rules`` is a candidate."""
     from engine.analysis.dataset import load_runs
@@ -522,7 +530,8 @@ def calibrate_store(store: Any, reference: str, candidates: Sequence[str], *, la
         ruleset = load_ruleset(rules)
     runs = load_runs(store, ruleset)
     return calibrate(runs, reference, candidates, layer=layer, by=by, seed=seed, bootstrap=bootstrap,
-                     confidence=confidence, min_coverage=min_coverage, identity=identity)
+                     confidence=confidence, min_coverage=min_coverage, identity=identity, items=items,
+                     pool_items=pool_items)
 
 
 def _layer_scale(grades: list[Grade]) -> tuple[str, tuple[Any, ...], list[str]]:
@@ -746,7 +755,7 @@ def _compare(g: _Grader, ref: dict[Key, Any], cand: dict[Key, Any], group: str |
         alpha = krippendorff_alpha(pair, level="nominal", labels=list(labels))
         return Comparison(g.name, group, g.level, g.mode, len(items), binary, None, alpha, None, ())
     ordinal = agreement(r, c, labels=labels, weights=weights, confidence=confidence)  # type: ignore[arg-type]
-    alpha = krippendorff_alpha(pair, level="ordinal", labels=list(labels))
+    alpha = krippendorff_alpha(pair, level="nominal" if scale == "nominal" else "ordinal", labels=list(labels))
     return Comparison(g.name, group, g.level, g.mode, len(items), None, ordinal, alpha, None, ())
 
 
@@ -879,18 +888,20 @@ def render(result: Calibration, console: Any) -> None:
                        f"{result.bootstrap} bootstrap resamples"))
     for layer in result.layers:
         scale = ("pass/fail" if layer.scale == "binary"
+                 else f"nominal {'|'.join(map(str, layer.labels))}, unweighted kappa" if layer.scale == "nominal"
                  else f"ordinal {layer.labels[0]}..{layer.labels[-1]}, quadratic-weighted kappa")
-        console.print(Text(f"\nlayer {layer.layer} ({scale}): {layer.reference_items} items graded by "
-                           f"{result.reference}", style="bold"))
+        named = [i for i in layer.items if i != "-"]
+        what = (f"item {named[0]}" if len(named) == 1 else f"{len(named)} items" if named else "")
+        left = "; ".join(f"{reason} {n}" for reason, n in layer.reference_excluded)
+        console.print(Text(f"\nlayer {layer.layer}{' ' + what if what else ''} ({scale}): {layer.reference_items} "
+                           f"items labelled by {result.reference}" + (f" (left out: {left})" if left else ""),
+                           style="bold"))
         agreeing = [c for c in layer.comparisons if c.method == "agreement"]
         if agreeing:
             table = Table(title=f"{layer.layer}: agreement with {result.reference}")
             for header in ("candidate", "group", "level", "n", "agreement", f"{pct} CI", "kappa", f"kappa {pct} CI",
                            "alpha"):
                 table.add_column(header)
-            if layer.scale == "binary":
-                for header in ("precision", "recall", "wrong-pass", f"{pct} CI", "wrong-fail", f"{pct} CI"):
-                    table.add_column(header)
             for c in agreeing:
                 stats = c.binary or c.ordinal
                 row = [Text(c.candidate), Text(_group(c.group)), c.level, str(c.n)]
@@ -900,13 +911,26 @@ def render(result: Calibration, console: Any) -> None:
                     row += [_f(stats.agreement.estimate), _ci(stats.agreement.low, stats.agreement.high),
                             _f(stats.kappa.value), _ci(stats.kappa.low, stats.kappa.high),
                             "-" if c.alpha is None else _f(c.alpha.value)]
-                    if c.binary is not None:
-                        b = c.binary
-                        row += [_f(b.precision), _f(b.recall), _f(b.wrong_pass.estimate),
-                                _ci(b.wrong_pass.low, b.wrong_pass.high), _f(b.wrong_fail.estimate),
-                                _ci(b.wrong_fail.low, b.wrong_fail.high)]
                 table.add_row(*row)
             console.print(table)
+            if layer.scale == "binary":
+                table = Table(title=f"{layer.layer}: errors against {result.reference} (positive = passed)")
+                for header in ("candidate", "group", "n", "precision", f"{pct} CI", "recall", f"{pct} CI", "F1",
+                               "wrong-pass", f"{pct} CI", "wrong-fail", f"{pct} CI"):
+                    table.add_column(header)
+                for c in agreeing:
+                    b = c.binary
+                    row = [Text(c.candidate), Text(_group(c.group)), str(c.n)]
+                    if b is None:
+                        row += ["-"] * 9
+                    else:
+                        pi, ri = b.precision_interval, b.recall_interval
+                        row += [_f(b.precision), "-" if pi is None else _ci(pi.low, pi.high), _f(b.recall),
+                                "-" if ri is None else _ci(ri.low, ri.high), _f(b.f1), _f(b.wrong_pass.estimate),
+                                _ci(b.wrong_pass.low, b.wrong_pass.high), _f(b.wrong_fail.estimate),
+                                _ci(b.wrong_fail.low, b.wrong_fail.high)]
+                    table.add_row(*row)
+                console.print(table)
         ranked = [c for c in layer.comparisons if c.method == "rank"]
         if ranked:
             table = Table("candidate", "group", "level", "n", "Kendall tau-b", f"{pct} CI", "Spearman rho",
@@ -919,6 +943,9 @@ def render(result: Calibration, console: Any) -> None:
                                  _f(r.spearman.statistic), _ci(r.spearman.low, r.spearman.high)]))
             console.print(table)
         for c in layer.comparisons:
+            if c.excluded:
+                console.print(Text(f"  {c.candidate} ({_group(c.group)}): n {c.n}; left out: "
+                                   + "; ".join(f"{reason} {n}" for reason, n in c.excluded)))
             for note in c.notes:
                 console.print(Text(f"  {c.candidate} ({_group(c.group)}): {note}"))
         if layer.mcnemar:
