@@ -164,7 +164,7 @@ def load_runs(store: EventStore, ruleset: RuleSet | None = None, run_ids: Sequen
     """Every run (or ``run_ids``), sorted by run id, with its process score under ``ruleset``
     (None: no process scores) and its verdicts, test results and grades in seq order."""
     infos = store.runs()
-    starts = {info.run_id: next(store.events(info.run_id), None) for info in infos}
+    starts = {info.run_id: _first_event(store, info.run_id) for info in infos}
     streams: dict[str, str] = {}  # run -> its grades stream
     for info in infos:
         start = starts[info.run_id]
@@ -248,6 +248,17 @@ def load_runs(store: EventStore, ruleset: RuleSet | None = None, run_ids: Sequen
             grades=tuple(e for e in events if isinstance(e, Grade)),
         ))
     return views
+
+
+def _first_event(store: EventStore, run_id: str) -> Event | None:
+    """The run's seq 0, with the cursor reading it closed (a PostgreSQL server cursor left open warns)."""
+    events = store.events(run_id)
+    try:
+        return next(events, None)
+    finally:
+        close = getattr(events, "close", None)
+        if close is not None:
+            close()
 
 
 def _subject(run_id: str, streams: dict[str, str]) -> str:
