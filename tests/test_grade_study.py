@@ -273,3 +273,21 @@ def test_sheet_errors_name_the_place(tmp_path: Path, two_stores: tuple[EventStor
 
 def test_cli_default_store_is_the_stores() -> None:
     assert DEFAULT_DB == STORE_DEFAULT_DB
+
+
+def test_readme_example_study(store: EventStore) -> None:
+    """The README's worked example (examples/study) gives the figures the README states."""
+    example = Path(__file__).parent.parent / "examples" / "study"
+    import_grades(store, [example])
+    result = calibrate(load_runs(store), "primary", ["secondary"], items=["success"], bootstrap=20)
+    c = result.layer("outcome").comparison("secondary")
+    b = c.binary
+    assert b is not None and c.n == 6
+    shown = [round(x, 3) for x in (b.agreement.estimate, b.agreement.low, b.agreement.high, b.kappa.value,
+                                   b.precision, b.precision_interval.low, b.precision_interval.high, b.recall, b.f1)]
+    assert shown == [0.667, 0.223, 0.957, 0.333, 0.667, 0.094, 0.992, 0.667, 0.667]
+    assert dict(c.excluded) == {"candidate abstained": 1, "candidate single-annotated": 2, "reference abstained": 1}
+    # the same pairs under majority and adjudicated: no third annotator, so disagreements stay out
+    adjudicated = calibrate(load_runs(store), "adjudicated", ["human:B"], items=["success"], bootstrap=20)
+    left = dict(adjudicated.layer("outcome").comparison("human:B").excluded)
+    assert (left["reference unresolved disagreement"], left["reference abstained"]) == (2, 2)  # r03, r08; r04, r05

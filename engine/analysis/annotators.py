@@ -12,7 +12,8 @@ An annotation study grades each item (run, layer, item, round) by one or more gr
   - ``primary``: the item's first annotation, ``secondary`` its second;
   - ``majority``: the label more than half of the answering annotators gave (two or more annotations);
   - ``adjudicated``: the label the first two annotators agree on, else the last later annotation
-    (the adjudicator's).
+    (the adjudicator's); without one, the item is left out (``unresolved disagreement``, or
+    ``abstained`` when one of the two abstained).
 
 The *order of annotation* of an item is the one the sheet states (``annotation``: 1 primary, 2
 secondary, ...), else the order the grades were imported in (seq); each grader counts once per item
@@ -158,6 +159,6 @@ def _pick(design_: Design, annotations: list[Annotation]) -> tuple[Any, str | No
         return first.label, None
     if len(annotations) > 2:
         return _answer(annotations[-1])
-    if first.abstained is not None and second.abstained is not None:
-        return None, ABSTAINED
+    if first.abstained is not None or second.abstained is not None:
+        return None, ABSTAINED  # nobody adjudicated, and one of the two gave no label to agree on
     return None, UNRESOLVED

@@ -594,7 +594,7 @@ def _calibrate_layer(runs: list[RunView], layer: str, reference: str, candidates
             excluded_of[name] = resolved.excluded
             graders.append(_Grader(name, "item", "agreement", resolved.labels, graded))
     for g in (ref, *graders):
-        if g.graded is not None:
+        if g.graded is not None and parse_design(g.name).kind != "rule":
             regraded = sum(1 for labels in g.graded.values() if len(labels) > 1)
             if regraded:
                 notes.append(f"{g.name} graded {regraded} item(s) more than once: agreement "
@@ -843,6 +843,9 @@ def _ratings(name: str, by: str, view: dict[Key, Any], runs: list[RunView], grou
 
 
 def _variance(g: _Grader, task_of: dict[str, str]) -> Variance:
+    if g.graded is not None and g.name != RULES and parse_design(g.name).kind == "rule":
+        return Variance(g.name, None, ("an annotation rule reads one label per item from several annotators: "
+                                       "re-grading variance is per grader (name one)",))
     if g.graded is None:
         return Variance(g.name, None, ("rules are deterministic: a run is never re-graded",))
     passes: dict[tuple[str, str, str, int], list[float]] = {}
