@@ -183,6 +183,11 @@ def test_two_annotators_either_order(two_stores: tuple[EventStore, EventStore, s
     by_split = calibrate(load_runs(first), "primary", ["secondary"], items=["success"], by="split", bootstrap=20)
     assert [c.group for c in by_split.layer("outcome").comparisons] == [None, "dev", "test"]
     assert sum(c.n for c in by_split.layer("outcome").comparisons[1:]) == comparison.n
+    # the pairwise matrix over every grader (A, B), whole and per group
+    outcome = by_split.layer("outcome")
+    assert outcome.matrix is not None and outcome.matrix.graders == ("human:A", "human:B")
+    assert [m.group for m in outcome.group_matrices] == ["dev", "test"]
+    assert sum(m.matrix.counts[0][1] for m in outcome.group_matrices) == outcome.matrix.counts[0][1] == 26 - 4
     optimality = calibrate(load_runs(first), "human:A", ["human:B"], items=["optimality"], bootstrap=20)
     assert optimality.layer("trajectory").labels == (1, 2, 3, 4)
     assert optimality.layer("trajectory").weights == "quadratic"

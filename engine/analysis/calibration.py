@@ -220,6 +220,14 @@ class Variance(_Plain):
 
 
 @dataclass(frozen=True)
+class GroupMatrix(_Plain):
+    """The pairwise agreement matrix over every grader of the layer, within one group of ``by``."""
+
+    group: str
+    matrix: AgreementMatrix
+
+
+@dataclass(frozen=True)
 class LayerCalibration(_Plain):
     layer: str
     scale: str  # binary or ordinal
@@ -237,6 +245,8 @@ class LayerCalibration(_Plain):
     items: tuple[str, ...] = ()
     #: Items the reference's design left out, per reason (abstained, single-annotated, ...).
     reference_excluded: tuple[tuple[str, int], ...] = ()
+    #: The pairwise matrix within each group of ``by``.
+    group_matrices: tuple[GroupMatrix, ...] = ()
 
     def comparison(self, candidate: str, group: str | None = None) -> Comparison:
         for c in self.comparisons:
@@ -647,9 +657,16 @@ def _calibrate_layer(runs: list[RunView], layer: str, reference: str, candidates
 
     actors = _sorted({g.actor for g in layer_grades if _label(g, scale) is not None})
     matrix = None
+    group_matrices: list[GroupMatrix] = []
     if len(actors) >= 2:
         per_actor = {a: _first(_graded(runs, layer, scale, lambda g, a=a: g.actor == a)) for a in actors}
         matrix = agreement_matrix(per_actor, labels=labels, weights=weights, confidence=confidence)
+        for group in groups[1:]:  # the same matrix within each group of --by
+            inside = {a: in_group(v, group) for a, v in per_actor.items()}
+            inside = {a: v for a, v in inside.items() if v}
+            if len(inside) >= 2:
+                group_matrices.append(GroupMatrix(group, agreement_matrix(inside, labels=labels, weights=weights,
+                                                                          confidence=confidence)))
     else:
         notes.append(f"one actor graded layer {layer}: no agreement matrix")
 
@@ -663,7 +680,7 @@ def _calibrate_layer(runs: list[RunView], layer: str, reference: str, candidates
     return LayerCalibration(
         layer=layer, scale=scale, labels=labels, weights=weights, reference_items=len(ref.view),
         comparisons=tuple(comparisons), mcnemar=tuple(mcnemar_rows), matrix=matrix, rankings=rankings,
-        ratings=ratings, variance=variance, notes=tuple(notes), items=pooled,
+        ratings=ratings, variance=variance, notes=tuple(notes), items=pooled, group_matrices=tuple(group_matrices),
         reference_excluded=_counted(ref_design.excluded.values()),
     )
 
@@ -959,10 +976,12 @@ def render(result: Calibration, console: Any) -> None:
                 table.add_row(Text(m.first), Text(m.second), Text(_group(m.group)), m.level, str(m.n),
                               *(["-"] * 3 if t is None else [str(t.first_only), str(t.second_only), _f(t.pvalue, 4)]))
             console.print(table)
-        if layer.matrix is not None:
-            mx = layer.matrix
+        shown_matrices = [(None, layer.matrix)] if layer.matrix is not None else []
+        shown_matrices += [(m.group, m.matrix) for m in layer.group_matrices]
+        for group, mx in shown_matrices:
             table = Table("", *mx.graders,
-                          title=f"{layer.layer}: pairwise agreement / kappa (n) over every grader")
+                          title=f"{layer.layer}: pairwise agreement / kappa (n) over every grader"
+                                + (f", {result.by} = {group}" if group is not None else ""))
             for i, a in enumerate(mx.graders):
                 cells = []
                 for j in range(len(mx.graders)):
