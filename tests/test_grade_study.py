@@ -296,3 +296,23 @@ def test_readme_example_study(store: EventStore) -> None:
     adjudicated = calibrate(load_runs(store), "adjudicated", ["human:B"], items=["success"], bootstrap=20)
     left = dict(adjudicated.layer("outcome").comparison("human:B").excluded)
     assert (left["reference unresolved disagreement"], left["reference abstained"]) == (2, 2)  # r03, r08; r04, r05
+
+
+def test_sheet_and_trajectory_disagree(two_stores: tuple[EventStore, EventStore, str], tmp_path: Path) -> None:
+    """The trajectory's description wins in either order, and the disagreement is reported, not hidden."""
+    first, second, _ = two_stores
+    trajectories = _write_trajectories(tmp_path / "runs")
+    sheet = tmp_path / "late.csv"
+    sheet.write_text("run_id,grader,layer,item,scale,value,model,label.split\n"
+                     "web/run-00,A,outcome,success,binary,yes,model-z,dev\n")
+    ingest_paths(first, [trajectories])
+    import_grades(first, [sheet])
+    import_grades(second, [sheet])
+    ingest_paths(second, [trajectories])
+    seen = []
+    for store in (first, second):
+        view = next(v for v in load_runs(store) if v.run_id == "web/run-00")
+        seen.append((view.model, view.labels, view.disagreements))
+    assert seen[0] == seen[1] == ("model-y", {"split": "dev"}, ("model: sheet 'model-z', run 'model-y'",))
+    result = calibrate(load_runs(first), "human:A", ["human"], items=["success"], bootstrap=5)
+    assert any("described differently" in note for note in result.notes)

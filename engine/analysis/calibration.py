@@ -498,6 +498,10 @@ def calibrate(runs: Sequence[RunView], reference: str, candidates: Sequence[str]
              ("an item several graders of a set annotated is read at its first annotation (the order the sheet "
               "states, else import order); an abstention there leaves the item out, counted"))
     notes += tuple(_sorted(set(leaked)))
+    differing = [r for r in runs if r.disagreements]
+    if differing:
+        notes += (f"{len(differing)} run(s) described differently by a grade sheet and the trajectory (the "
+                  f"trajectory's values are used), e.g. {differing[0].run_id}: {differing[0].disagreements[0]}",)
     if not_graded:
         notes += (f"rules give no label on {len(not_graded)} run(s) the reference graded: not graded (no process "
                   "score) or below --min-coverage; they are listed apart",)

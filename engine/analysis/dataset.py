@@ -112,6 +112,9 @@ class RunView:
     verdicts: tuple[AcceptanceVerdict, ...] = ()
     test_results: tuple[TestResult, ...] = ()
     grades: tuple[Grade, ...] = ()
+    #: Where a grade sheet describes the run differently from its trajectory (``model: sheet 'x', run 'y'``):
+    #: the trajectory's value is used.
+    disagreements: tuple[str, ...] = ()
 
     def field(self, name: str) -> str | None:
         """A provenance field by name: ``model``, ``harness``, ``task_id``, ``format``,
@@ -229,7 +232,14 @@ def load_runs(store: EventStore, ruleset: RuleSet | None = None, run_ids: Sequen
             task_id = task_id if task_id is not None else described.get("task_id")
         if harness in (None, "grades") and described.get("harness"):
             harness = described["harness"]
+        disagreements = []
+        for name, used in (("model", model), ("task_id", task_id), ("harness", harness)):
+            said = described.get(name)
+            if said is not None and used is not None and said != used:
+                disagreements.append(f"{name}: sheet {said!r}, run {used!r}")
         for k, v in (described.get("labels") or {}).items():
+            if k in labels and labels[k] != v:
+                disagreements.append(f"labels.{k}: sheet {v!r}, run {labels[k]!r}")
             labels.setdefault(k, v)
         process = None
         if ruleset is not None and digest is not None:
@@ -245,7 +255,7 @@ def load_runs(store: EventStore, ruleset: RuleSet | None = None, run_ids: Sequen
             format=info.source_format or "native", settings=settings, labels=labels, process=process,
             verdicts=tuple(e for e in events if isinstance(e, AcceptanceVerdict)),
             test_results=tuple(e for e in events if isinstance(e, TestResult)),
-            grades=tuple(e for e in events if isinstance(e, Grade)),
+            grades=tuple(e for e in events if isinstance(e, Grade)), disagreements=tuple(disagreements),
         ))
     return views
 
