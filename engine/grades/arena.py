@@ -58,13 +58,19 @@ from engine.grades.record import (
 from rules.model import BEHAVIOUR_PATTERNS, BINARY_CHECKS
 
 __all__ = [
+    "ABSTENTIONS",
     "ARENA_LAYERS",
     "CSV_COLUMNS",
     "FORMAT_TAG",
+    "FORMAT_TAG_V2",
+    "LABEL_COLUMN",
     "ROUND_LAYERS",
     "SCALES",
     "GradeSheet",
+    "StudySheet",
     "check_arena_grade",
+    "check_grade",
+    "check_study_grade",
     "grade_sheet_json_schema",
     "read_study_sheet",
     "read_csv_sheet",
