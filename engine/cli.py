@@ -647,6 +647,12 @@ def outcomes_command(
     except MixedSettingsError as exc:
         _fail(f"procgrade: {exc}")
     _cmp_print_outcomes(groups, by, k)
+    from engine.analysis.comparison import runs_text
+    from engine.analysis.dataset import group_key
+
+    ungrouped = [r.run_id for r in runs if group_key(r, by) is None]
+    if ungrouped:
+        out.print(Text(f"no {by}, in no group: {runs_text(ungrouped, shown=5)}"))
     if json_file is not None:
         data = {"format": OUTCOME_FORMAT, "by": by, "allow_mixed": allow_mixed, "k": k,
                 "groups": [g.to_dict(k) for g in groups]}

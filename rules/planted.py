@@ -25,7 +25,7 @@ from engine.errors import InputError
 from engine.events import Event
 from engine.facts import extract_facts
 from engine.native import read_native
-from engine.stages import derive_stages, envelope
+from engine.stages import StageConflict, derive_stages, envelope
 from rules.model import RuleSet
 from rules.monitor import VIOLATED, evaluate
 
@@ -102,7 +102,11 @@ def violations(ruleset: RuleSet, path: Path) -> dict[str, int]:
     runs = read_native(path)
     if len(runs) != 1:
         raise InputError(str(path), None, None, f"a planted run file holds exactly one run, found {len(runs)}")
-    findings = evaluate(ruleset, fact_rows(runs[0].events))
+    try:
+        rows = fact_rows(runs[0].events)
+    except StageConflict as exc:
+        raise InputError(str(path), runs[0].line_of(exc.seq), "stage", str(exc).removeprefix("stage: ")) from None
+    findings = evaluate(ruleset, rows)
     return {rule_id: sum(f.verdict == VIOLATED for f in found) for rule_id, found in findings.items()}
 
 

@@ -453,3 +453,19 @@ def test_ungraded_runs_give_no_rules_label_and_single_games_no_rating(store: Eve
     strict = calibrate(runs, "human", ["rules"], layer="overall", bootstrap=20, min_coverage=__import__(
         "fractions").Fraction(1))
     assert [n.run for n in strict.not_graded] == ["g-bare", "g-judged"] and strict.min_coverage == "1/1"
+
+
+def test_cli_min_coverage_and_aliases(arena: EventStore, store_url: str, tmp_path: Path) -> None:
+    aliases = tmp_path / "aliases.json"
+    aliases.write_text(json.dumps({"A": "B"}), encoding="utf-8")
+    target = tmp_path / "c.json"
+    shown = cli("calibrate", "--candidate", "rules", "--layer", "overall", "--by", "model", "--bootstrap", "20",
+                "--rules", str(V1), "--aliases", str(aliases), "--min-coverage", "100%", "--json", str(target),
+                "--db", store_url)
+    data = json.loads(target.read_bytes())
+    assert data["min_coverage"] == "1/1"
+    # every arena run judges 2 or 3 of v1's 11 rules: all below 100%, so rules label nothing
+    assert len(data["not_graded"]) == len(RUNS) and "below --min-coverage 1/1" in shown
+    assert [c["group"] for c in data["layers"][0]["comparisons"]] == [None, "B", "C"]  # A is grouped with B
+    refused = runner.invoke(app, ["calibrate", "--candidate", "rules", "--min-coverage", "x", "--db", store_url])
+    assert refused.exit_code == 2 and "--min-coverage must be" in refused.output

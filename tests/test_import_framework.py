@@ -372,7 +372,9 @@ def test_test_runs_are_recognised_from_the_command(command: str, expected: bool)
         ("bundle exec rspec", "test"), ("bundle exec ruby -Itest test/foo_test.rb", "test"), ("rake test", "test"),
         ("php vendor/bin/phpunit", "test"), ("./vendor/bin/phpunit", "test"), ("ctest", "test"), ("make check", "test"),
         ("make -C build", "build"), ("dotnet test", "test"), ("timeout -s KILL 30 pytest", "test"),
-        ("echo 'All tests passed'", None), ("ls -la", None),
+        ("echo 'All tests passed'", None), ("ls -la", None), ("bash -c 'cd /app && pytest -q'", "test"),
+        ("sh -c 'python reproduce.py'", "reproduction"), ("bash -c 'echo tests passed'", None),
+        ("python setup.py test", "test"), ("python setup.py build", None),
     ],
 )
 def test_command_roles_across_ecosystems(command: str, role: str | None) -> None:

@@ -284,3 +284,21 @@ def test_how_the_harness_says_the_agent_phase_ended(tmp_path: Path, failure_mode
     (end,) = of_kind(run, "run_ended")
     assert (end.actor, end.status, end.reason) == ("harness", *ended)
     assert of_kind(run, "acceptance_verdict")[0].status == verdict
+
+
+def test_asciinema_v3_intervals(tmp_path: Path) -> None:
+    """Cast v3 records intervals since the previous event (and ``x`` exit events): the clock adds up."""
+    edit = json.dumps(_assistant([{"type": "tool_use", "id": "c1", "name": "Write",
+                                   "input": {"file_path": "/app/y.py", "content": "y = 2\n"}}], "a1"))
+    events = [[1.0, "o", json.dumps(INIT) + "\r\n"], [0.5, "i", "x"], [2.0, "o", edit + "\r\n"], [0.1, "x", "0"]]
+    run = read_one(_trial(tmp_path, events, header={"version": 3, "term": {"cols": 80, "rows": 24},
+                                                     "timestamp": 1762612543}))
+    (edit_event,) = [e for e in of_kind(run, "file_edit") if e.actor == "agent"]
+    assert edit_event.ts == "2025-11-08T14:35:46.500000Z"  # 1.0 + 0.5 + 2.0 s after the header's time
+    assert [(e.status, e.reason) for e in of_kind(run, "run_ended")] == [("error", _no_result())]
+
+
+def _no_result() -> str:
+    from engine.importers.terminal_bench import _NO_RESULT
+
+    return _NO_RESULT

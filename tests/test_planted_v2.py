@@ -72,3 +72,18 @@ def test_validate_rules_command_on_the_corpus() -> None:
                           cwd=ROOT)
     assert done.returncode == 0, done.stderr
     assert b"patterns 8/8, checks 5/5 validated" in done.stdout
+
+
+def test_a_planted_run_whose_stages_disagree_is_a_located_input_error(tmp_path: Path) -> None:
+    import shutil
+
+    from engine.errors import InputError
+
+    case = tmp_path / "finish-with-a-claim" / "x"
+    shutil.copytree(CORPUS / "finish-with-a-claim" / "harness-autosubmission-is-not-a-claim", case)
+    lines = (case / "fault.jsonl").read_text().splitlines()
+    lines[3] = lines[3].replace('"actor": "agent"', '"actor": "agent", "stage": 4', 1)
+    (case / "fault.jsonl").write_text("\n".join(lines) + "\n")
+    with pytest.raises(InputError) as caught:
+        validate_corpus(tmp_path, DEFAULT)
+    assert caught.value.line == 4 and "says stage 4 but it lies in stage 0" in str(caught.value)

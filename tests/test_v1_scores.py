@@ -12,6 +12,7 @@ import shutil
 from pathlib import Path
 
 import orjson
+import pytest
 
 from engine.ingest import ingest_native
 from engine.log_verification import verify_log
@@ -67,3 +68,48 @@ def test_v1_rule_file_rescores_the_same_bytes_on_both_databases(store: EventStor
     produced = {o.document.run_id: o.document.canonical.decode() for o in outcomes}
     assert produced == _documents()
     assert all(orjson.loads(line)["format"] == "procgrade.score/1" for line in produced.values())
+
+
+def test_migration_0004_on_postgresql_keeps_v1_scores_verifying(tmp_path: Path) -> None:
+    """The same v1 store, copied into PostgreSQL at revision 0003 row for row, migrates to the
+    head and still verifies (the backfill lifts the append-only trigger for itself only)."""
+    import sqlite3
+
+    from alembic import command
+    from sqlalchemy import text
+
+    from databases import pg_schema_url
+    from engine.store.migrate import alembic_config
+    from engine.store.postgres import postgres_engine
+
+    source = sqlite3.connect(FIXTURE / "v1.sqlite")
+    with pg_schema_url() as url:
+        engine = postgres_engine(url)
+        config = alembic_config()
+        with engine.begin() as connection:
+            config.attributes["connection"] = connection
+            command.upgrade(config, "0003")
+        with engine.begin() as connection:
+            for table in ("runs", "events", "rulesets", "scores"):
+                cursor = source.execute(f"SELECT * FROM {table}")
+                columns = [d[0] for d in cursor.description]
+                rows = [dict(zip(columns, row)) for row in cursor.fetchall()]
+                connection.execute(text(f"INSERT INTO {table} ({', '.join(columns)}) VALUES "
+                                        f"({', '.join(':' + c for c in columns)})"), rows)
+        upgrade(engine)
+        with engine.connect() as connection:
+            assert current_revision(engine) == "0004"
+            # the trigger is back: the log refuses changes again
+            stages = connection.execute(text("SELECT count(*) FROM events WHERE in_stage IS NOT NULL")).scalar()
+        assert stages > 0
+        with pytest.raises(Exception, match="append-only"):
+            with engine.begin() as connection:
+                connection.execute(text("UPDATE events SET in_stage = 9"))
+        engine.dispose()
+        store = open_store(url)
+        try:
+            assert verify_scores(store) == (17, [])
+            assert all(verify_log(store, info.run_id).ok for info in store.runs())
+        finally:
+            store.close()
+    source.close()

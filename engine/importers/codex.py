@@ -200,7 +200,7 @@ class _Group:
 class CodexImporter(Importer):
     name = "codex"
     title = "OpenAI Codex CLI rollout JSONL (~/.codex/sessions/.../rollout-*.jsonl)"
-    version = "1"
+    version = "2"
 
     def sniff(self, tree: SourceTree, rel: str) -> bool:
         # The envelope's type names are Codex's own; the payload is not looked at, so a

@@ -158,7 +158,7 @@ _READ_FUNCTIONS = {"read_csv", "read_json", "read_excel", "read_parquet", "read_
 class DevAIImporter(Importer):
     name = "devai"
     title = "DevAI (Agent-as-a-Judge) trajectory JSON"
-    version = "1"
+    version = "2"
 
     def find(self, tree: SourceTree, candidates: Sequence[str]) -> list[Unit]:
         units: list[Unit] = []

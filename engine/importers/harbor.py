@@ -825,7 +825,7 @@ class HarborImporter(Importer):
 
     name = "harbor"
     title = "Harbor trial directory (result.json + agent/trajectory.json ATIF + verifier/)"
-    version = "1"
+    version = "2"
 
     def find(self, tree: SourceTree, candidates: Sequence[str]) -> list[Unit]:
         units = []
@@ -1120,7 +1120,7 @@ class AtifImporter(Importer):
 
     name = "atif"
     title = "ATIF trajectory JSON (Harbor Agent Trajectory Interchange Format v1.0-v1.8)"
-    version = "1"
+    version = "2"
 
     def find(self, tree: SourceTree, candidates: Sequence[str]) -> list[Unit]:
         atif = [rel for rel in candidates if sniff_atif(tree, rel)]

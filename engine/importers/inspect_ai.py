@@ -102,7 +102,7 @@ _WORD_REWARDS = {"yes": "1", "true": "1", "no": "0", "false": "0"}
 class InspectImporter(Importer):
     name = "inspect"
     title = "Inspect AI eval log (.eval archive or .json)"
-    version = "1"
+    version = "2"
 
     def sniff(self, tree: SourceTree, rel: str) -> bool:
         lower = rel.lower()

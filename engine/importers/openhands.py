@@ -508,7 +508,7 @@ def _session_id(tree: SourceTree, folder: str) -> str:
 class OpenHandsImporter(Importer):
     name = "openhands"
     title = "OpenHands V0 event stream (JSON list, sessions/<sid>/events/, eval output.jsonl)"
-    version = "1"
+    version = "2"
 
     def find(self, tree: SourceTree, candidates: Sequence[str]) -> list[Unit]:
         def is_session(first_member: str) -> bool:
@@ -988,7 +988,7 @@ _V1_TASK_DONE = {"completed": "success", "succeeded": "success", "success": "suc
 class OpenHandsV1Importer(Importer):
     name = "openhands-v1"
     title = "OpenHands V1 SDK events (events JSONL, <conv>/events/event-*.json, benchmark output.jsonl)"
-    version = "1"
+    version = "2"
 
     def find(self, tree: SourceTree, candidates: Sequence[str]) -> list[Unit]:
         def is_conversation(first_member: str) -> bool:

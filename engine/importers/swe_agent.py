@@ -312,7 +312,7 @@ def run_statistics(info: dict[str, Any]) -> dict[str, str]:
 class SweAgentImporter(Importer):
     name = "swe-agent"
     title = "SWE-agent .traj trajectory (0.x and 1.x), with a SWE-bench report.json next to it"
-    version = "1"
+    version = "2"
 
     def sniff(self, tree: SourceTree, rel: str) -> bool:
         if rel.endswith(".traj"):
@@ -652,7 +652,7 @@ def mini_run_status(exit_status: str) -> str:
 class MiniSweAgentImporter(Importer):
     name = "mini-swe-agent"
     title = "mini-swe-agent trajectory (.traj.json; formats mini-swe-agent-1 and -1.1), with a SWE-bench report.json"
-    version = "1"
+    version = "2"
 
     def sniff(self, tree: SourceTree, rel: str) -> bool:
         if not rel.endswith(".json"):

@@ -245,11 +245,13 @@ def _interpreted(base: str, args: list[str]) -> str | None:
         if "--check" in args or "-c" in args:
             return "check"
     if base in ("bash", "sh", "zsh", "dash", "ksh") and "-c" in args:
-        return None  # the inner command line is the harness's quoting, read elsewhere
+        index = args.index("-c")
+        inner = args[index + 1] if index + 1 < len(args) else ""
+        return command_role(inner) if inner and inner != " ".join(args) else None  # sh -c 'cd app && pytest'
     script = _operand(args, {"-W", "-X", "-I", "-r", "--require", "-e"})
     if script is None:
         return None
-    if script.endswith("manage.py"):
+    if script.endswith("manage.py") or script.endswith("setup.py"):
         return "test" if "test" in args else None
     if script.rsplit("/", 1)[-1] in _RUNNERS:
         return "test"  # php vendor/bin/phpunit, node node_modules/.bin/jest

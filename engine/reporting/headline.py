@@ -29,7 +29,7 @@ def headline_section(*, runs: int, selection: Selection, by: str, groups: Sequen
                      extra_suppressed: Sequence[str]) -> str:
     reasons: dict[str, int] = {}
     for entry in selection.left_out:
-        key = "below --min-coverage" if "--min-coverage" in entry.reason else entry.reason
+        key = "below --min-coverage" if "--min-coverage" in entry.reason else entry.reason.removeprefix("not graded: ")
         reasons[key] = reasons.get(key, 0) + 1
     not_graded = "; ".join(f"{n} {reason}" for reason, n in reasons.items()) or "none"
     facts: list[tuple[str, str, str]] = [
