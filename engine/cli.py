@@ -810,8 +810,9 @@ def calibrate_command(
                                                       show_default=False)] = None,
     pool_items: Annotated[bool, typer.Option("--pool-items", help="Compare different items of one layer together "
                                              "(refused otherwise when they are a study's own or named with --item).")] = False,
-    by: Annotated[Optional[str], typer.Option("--by", help="A row per group of this field (harness, model, "
-                                              "labels.<key>); ranks and ratings group by it (default model).")] = None,
+    by: Annotated[Optional[str], typer.Option("--by", help="A row and a grader matrix per group of this field "
+                                              "(harness, model, labels.<key>, or a run label such as split); ranks "
+                                              "and ratings group by it (default model).")] = None,
     rules: RulesOption = None,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the bootstrap resamples.")] = 0,
     bootstrap: Annotated[int, typer.Option("--bootstrap", min=1, help="Bootstrap resamples for rank-correlation "
