@@ -3,27 +3,41 @@
 The public surface for library users; the modules behind it can move freely.
 """
 
-from engine.canonical import CanonicalJSONError, canonical_json
-from engine.errors import (
-    ConflictError,
-    EventIdConflictError,
-    InputError,
-    ProcgradeError,
-    RunSealedError,
-    SchemaNotReadyError,
-    SeqConflictError,
-    StoreError,
-    UnknownRunError,
-)
-from engine.events import EVENT_KINDS, AnyEvent, Event, event_adapter, events_json_schema, is_model_actor
-from engine.facts import EXTRACTOR_VERSION, FACT_COLUMNS, extract_facts
-from engine.ingest import IngestReport, ingest_native, ingest_paths
-from engine.log_verification import LogVerification, verify_log
-from engine.native import dump_native, read_native
-from engine.store import AppendResult, EventStore, RunInfo, init_database, open_store
-from engine.recorder import RecordConflictError, Recorder, record
+from importlib import import_module
+from typing import Any
 
-from engine.version import __version__  # noqa: E402
+from engine.version import __version__
+
+#: Where each public name lives. Imported on first use (PEP 562), so that ``procgrade --help`` and
+#: light commands do not pay for the store's database drivers or the event model.
+_PUBLIC = {
+    "CanonicalJSONError": "engine.canonical", "canonical_json": "engine.canonical",
+    **{name: "engine.errors" for name in ("ConflictError", "EventIdConflictError", "InputError", "ProcgradeError",
+                                          "RunSealedError", "SchemaNotReadyError", "SeqConflictError",
+                                          "StoreError", "UnknownRunError")},
+    **{name: "engine.events" for name in ("EVENT_KINDS", "AnyEvent", "Event", "event_adapter",
+                                          "events_json_schema", "is_model_actor")},
+    **{name: "engine.facts" for name in ("EXTRACTOR_VERSION", "FACT_COLUMNS", "extract_facts")},
+    **{name: "engine.ingest" for name in ("IngestReport", "ingest_native", "ingest_paths")},
+    **{name: "engine.log_verification" for name in ("LogVerification", "verify_log")},
+    **{name: "engine.native" for name in ("dump_native", "read_native")},
+    **{name: "engine.store" for name in ("AppendResult", "EventStore", "RunInfo", "init_database", "open_store")},
+    **{name: "engine.recorder" for name in ("RecordConflictError", "Recorder", "record")},
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _PUBLIC.get(name)
+    if module is None:
+        raise AttributeError(f"module 'engine' has no attribute {name!r}")
+    value = getattr(import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_PUBLIC))
+
 
 __all__ = [
     "AnyEvent",

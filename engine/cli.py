@@ -6,7 +6,7 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import orjson
 import typer
@@ -15,7 +15,12 @@ from rich.table import Table
 from rich.text import Text
 
 from engine.errors import InputError, ProcgradeError, StoreError
-from engine.store import DEFAULT_DB, EventStore, open_store
+
+if TYPE_CHECKING:
+    from engine.store import EventStore
+
+#: The default store, as :data:`engine.store.DEFAULT_DB` (kept here so that ``--help`` loads no database driver).
+DEFAULT_DB = "sqlite:///procgrade.db"
 
 app = typer.Typer(
     name="procgrade",
@@ -56,6 +61,8 @@ def _main_options(
 
 @contextmanager
 def _store(db: str, *, create: bool = False) -> Iterator[EventStore]:
+    from engine.store import open_store
+
     store = open_store(db, create=create)
     try:
         yield store
@@ -915,15 +922,23 @@ def _cmp_print_lists(groups, by: str) -> None:  # type: ignore[no-untyped-def]
 
 @app.command("calibrate")
 def calibrate_command(
-    candidate: Annotated[list[str], typer.Option("--candidate", help="Grader to calibrate: judge, rules, an actor "
-                                                 "or a sheet; repeat for two or more (McNemar between them).",
-                                                 show_default=False)],
-    reference: Annotated[str, typer.Option("--reference", help="The reference grader: human, judge, an actor "
-                                           "(human:alice) or a sheet.")] = "human",
+    candidate: Annotated[list[str], typer.Option("--candidate", help="Grader to calibrate: a grader (judge:gpt-4o, "
+                                                 "human:bob, a sheet), a set (judge, human), a rule (primary, "
+                                                 "secondary, majority, adjudicated; RULE:judge) or rules; repeat "
+                                                 "for two or more (McNemar between them).", show_default=False)],
+    reference: Annotated[str, typer.Option("--reference", help="The reference: a grader (human:alice, a sheet), a "
+                                           "set (human, judge) or a rule over each item's annotations (primary, "
+                                           "secondary, majority, adjudicated).")] = "human",
     layer: Annotated[Optional[str], typer.Option("--layer", help="One grade layer (default: every layer the "
                                                  "reference graded).")] = None,
-    by: Annotated[Optional[str], typer.Option("--by", help="A row per group of this field (harness, model, "
-                                              "labels.<key>); ranks and ratings group by it (default model).")] = None,
+    item: Annotated[Optional[list[str]], typer.Option("--item", help="Only this item (success, a check, a rubric "
+                                                      "dimension); repeat with --pool-items to pool items.",
+                                                      show_default=False)] = None,
+    pool_items: Annotated[bool, typer.Option("--pool-items", help="Compare different items of one layer together "
+                                             "(refused otherwise when they are a study's own or named with --item).")] = False,
+    by: Annotated[Optional[str], typer.Option("--by", help="A row and a grader matrix per group of this field "
+                                              "(harness, model, labels.<key>, or a run label such as split); ranks "
+                                              "and ratings group by it (default model).")] = None,
     rules: RulesOption = None,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the bootstrap resamples.")] = 0,
     bootstrap: Annotated[int, typer.Option("--bootstrap", min=1, help="Bootstrap resamples for rank-correlation "
@@ -939,6 +954,7 @@ def calibrate_command(
     threshold, identity = _analysis_filters(min_coverage, aliases)
     with _store(db) as store:
         result = calibrate_store(store, reference, candidate, layer=layer, by=by, rules=rules, seed=seed,
+                                 items=item, pool_items=pool_items,
                                  bootstrap=bootstrap, min_coverage=threshold, identity=identity)
     render(result, out)
     if json_file is not None:

@@ -449,28 +449,43 @@ class PlanGrade(Event):
 
 # --- grades: people and judges grading the run ----------------------------------------------
 
-#: The layers of a grade. The Arena's human grade (seed 002): a per-round score (-2..+1), a
+#: The layers of a grade the engine knows. The Arena's human grade (seed 002): a per-round score (-2..+1), a
 #: fix-effect score on fix rounds (-2..0), five binary checks per round, rubric dimensions and
 #: eight behaviour patterns over the whole task, and a 5-point overall grade; DevAI's
 #: requirement-level judgments (satisfied or not) and preferences; and a whole-run outcome.
+#: A study may name any other layer (grade schema v2): its items then declare their scale.
 GRADE_LAYERS = ("round", "fix_effect", "check", "rubric", "pattern", "overall", "requirement", "preference",
                 "outcome")
+#: A layer name: one of :data:`GRADE_LAYERS` or a study's own (``trajectory``, ``safety``).
+LAYER_PATTERN = r"^[A-Za-z][A-Za-z0-9_-]{0,63}$"
+#: How an item is graded: ``passed`` (binary), ``value`` on ``scale_min..scale_max`` (ordinal), or
+#: ``label`` among ``categories`` (nominal).
+GRADE_SCALES = ("binary", "ordinal", "nominal")
 
 
 @event_kind
 class Grade(Event):
     """One grade on one dimension of the run, by a person (``human``, ``human:<id>``) or a
     judge (``judge``, ``judge:<id>``); the round it grades is the envelope's ``stage``.
-    Binary grades set ``passed``; ordinal grades set ``value`` on ``scale_min..scale_max``."""
+    Binary grades set ``passed``; ordinal grades set ``value`` on ``scale_min..scale_max``;
+    nominal grades set ``label`` among ``categories``. An abstention (``Unsure``, ``N/A``) sets
+    ``abstained`` to the value written and no label: it is kept, and never counted."""
 
     kind: Literal["grade"] = "grade"
-    layer: Literal["round", "fix_effect", "check", "rubric", "pattern", "overall", "requirement", "preference",
-                   "outcome"]
+    layer: Annotated[str, Field(pattern=LAYER_PATTERN, description="round, fix_effect, check, rubric, pattern, "
+                                "overall, requirement, preference, outcome, or a study's own layer.")]
     item: ColumnText | None = Field(default=None, description="Check, rubric dimension, pattern or requirement id.")
     value: Int64 | None = None
     scale_min: Int64 | None = None
     scale_max: Int64 | None = None
     passed: bool | None = None
+    label: ColumnText | None = Field(default=None, description="A nominal grade: one of categories.")
+    scale: Literal["binary", "ordinal", "nominal"] | None = Field(
+        default=None, description="The item's declared scale (grade schema v2; unset: binary when passed, else ordinal).")
+    categories: list[ColumnText] | None = Field(default=None, description="A nominal item's categories.")
+    abstained: ColumnText | None = Field(default=None, description="The abstention written (Unsure, N/A): no label.")
+    annotation: Annotated[int | None, Field(ge=1, le=1000, description="Order of this annotation of the item in "
+                                            "the study: 1 primary, 2 secondary, ...")] = None
     criteria: Text | None = Field(default=None, description="The standard graded against.")
     prerequisites: list[ColumnText] | None = Field(default=None, description="Items this one depends on (DevAI's DAG).")
     category: ColumnText | None = None
@@ -492,7 +507,24 @@ class Grade(Event):
             raise ValueError(f"scale_min {low} is above scale_max {high}")
         if value is not None and ((low is not None and value < low) or (high is not None and value > high)):
             raise ValueError(f"value {value} is outside the scale {low}..{high}")
+        given = [name for name in ("value", "passed", "label") if getattr(self, name) is not None]
+        if self.abstained is not None and given:
+            raise ValueError(f"an abstention gives no {given[0]}")
+        if len(given) > 1:
+            raise ValueError(f"one grade gives one of value, passed and label, not {' and '.join(given)}")
+        if self.label is not None and self.categories is not None and self.label not in self.categories:
+            raise ValueError(f"label {self.label!r} is not one of the categories {', '.join(self.categories)}")
+        expected = {"binary": "passed", "ordinal": "value", "nominal": "label"}.get(self.scale or "")
+        if expected is not None and given and given[0] != expected:
+            raise ValueError(f"a {self.scale} grade gives {expected}, not {given[0]}")
         return self
+
+    @property
+    def kind_of_scale(self) -> str:
+        """The grade's scale: declared, else binary when it gives ``passed``, nominal with a ``label``, else ordinal."""
+        if self.scale is not None:
+            return self.scale
+        return "binary" if self.passed is not None else "nominal" if self.label is not None else "ordinal"
 
 
 def _build_union() -> Any:

@@ -48,10 +48,12 @@ HUMAN, GRAY = "human:devai-experts", "judge:agent-as-a-judge-gray-box"
 def grade_events(store: EventStore, run_id: str | None = None) -> list[Grade]:
     query = select(*(events_table.c[n] for n in STORED_COLUMNS)).where(events_table.c.kind == "grade")
     if run_id is not None:
-        query = query.where(events_table.c.run_id == run_id)
+        query = query.where(events_table.c.run_id.in_([run_id, run_id + "@grades"]))
     with store.engine.connect() as conn:
         rows = conn.execute(query.order_by(events_table.c.run_id, events_table.c.seq)).all()
-    return [to_event(tuple(r)) for r in rows]  # type: ignore[misc]
+    # a grades stream's grades grade the run it names
+    return [e.model_copy(update={"run_id": e.run_id.removesuffix("@grades")})  # type: ignore[misc]
+            for e in (to_event(tuple(r)) for r in rows)]
 
 
 @pytest.fixture
@@ -135,13 +137,20 @@ def test_run_not_in_store_gets_a_grades_only_run(store: EventStore, here: Path) 
     assert store.runs() == []
     done = import_grades(store, ["late.csv"])
     assert done.created == ["arena/t/model-z"] and done.appended == 2
-    events = list(store.events("arena/t/model-z"))
+    # The grades go to the run's grades stream: the run's own id stays free for its trajectory.
+    assert [r.run_id for r in store.runs()] == ["arena/t/model-z@grades"]
+    events = list(store.events("arena/t/model-z@grades"))
     start = events[0]
     assert (start.kind, start.harness.name, start.task_id, start.labels) == (
-        "run_started", "grades", "gguf-swift", {"created_by": "grades import"})
+        "run_started", "grades", "gguf-swift", {"created_by": "grades import", "grades_for": "arena/t/model-z"})
     assert [(e.actor, e.layer, e.stage, e.value) for e in events[1:]] == [
         ("human:alice", "round", 0, -1), ("human:alice", "overall", None, 3)]
-    assert store.run("arena/t/model-z").task_id == "gguf-swift"
+    assert store.run("arena/t/model-z@grades").task_id == "gguf-swift"
+    from engine.analysis.dataset import load_runs
+
+    [view] = load_runs(store)
+    assert (view.run_id, view.task_id, [g.run_id for g in view.grades]) == (
+        "arena/t/model-z", "gguf-swift", ["arena/t/model-z"] * 2)
 
 
 # --- strict validation: located errors, nothing written ---------------------------------------------
@@ -205,7 +214,9 @@ def _sheet(**runs: object) -> dict[str, object]:
 
 
 JSON_CASES = [
-    ({**_sheet(overall=3), "format": "procgrade.grades/2"}, "bad.json: format: Input should be 'procgrade.grades/1'"),
+    ({**_sheet(overall=3), "format": "procgrade.grades/3"},
+     "bad.json: format: expected procgrade.grades/1 (arena) or procgrade.grades/2 (study), got 'procgrade.grades/3'"),
+    ({**_sheet(overall=3), "format": "procgrade.grades/2"}, "bad.json: items: missing"),
     (_sheet(rounds=[{"round": 0, "score": 2}]), "bad.json:runs[0].rounds[0]: score: 2 is outside the round scale -2..1"),
     (_sheet(rounds=[{"round": 0, "score": 0, "fix_effect": -1}]),
      "bad.json:runs[0].rounds[0]: round: a fix-effect score grades a fix round"),
@@ -355,11 +366,12 @@ def test_devai_judgments(store: EventStore) -> None:
     assert first.payload["source"][0]["file"] == f"OpenHands/human_as_a_judge/{TASK_39}.json"
 
     # The rest are judgment-only runs named after the file (upstream's task 13 "name" is cut short).
-    created = store.run("devai/GPT-Pilot/13_Style_Transfer_Perceptual_Loss_CustomImages_DL")
+    created = store.run("devai/GPT-Pilot/13_Style_Transfer_Perceptual_Loss_CustomImages_DL@grades")
     assert (created.harness, created.task_id, created.event_count) == (
         "GPT-Pilot", "13_Style_Transfer_Perceptual_Loss_CustomImages_DL", created.event_count)
     start = next(store.events(created.run_id))
-    assert start.labels == {"created_by": "grades import", "benchmark": "DevAI", "system": "GPT-Pilot"}
+    assert start.labels == {"created_by": "grades import", "benchmark": "DevAI", "system": "GPT-Pilot",
+                            "grades_for": "devai/GPT-Pilot/13_Style_Transfer_Perceptual_Loss_CustomImages_DL"}
     # Quirk kept as written: OpenHands task 31 says all requirements are satisfied, requirement 5 is not.
     quirk = {(g.item): g.passed for g in grade_events(store, "devai/OpenHands/31_Cancer_Prediction_SVM_BreastCancer_ML")
              if g.actor == HUMAN and g.layer in ("outcome", "requirement")}
@@ -463,4 +475,5 @@ def test_schema_grades_describes_the_json_sheet() -> None:
     validator.check_schema(schema)
     assert list(validator.iter_errors(json.loads(JSON.read_text()))) == []
     assert list(validator.iter_errors({**_sheet(overall=3), "format": "procgrade.grades/2"}))
+    assert list(validator.iter_errors({**_sheet(overall=3), "format": "procgrade.grades/3"}))
     assert list(validator.iter_errors(_sheet(rounds=[{"round": 0, "score": 0, "checks": {"nope": True}}])))

@@ -299,13 +299,18 @@ class BinaryAgreement(_Plain):
     wrong_fail: Proportion
     confidence: float
     method: str
+    #: F1 = 2TP/(2TP+FP+FN) (sklearn), None when undefined.
+    f1: float | None = None
+    #: Precision TP/(TP+FP) and recall TP/(TP+FN) as proportions with Clopper-Pearson intervals.
+    precision_interval: Proportion | None = None
+    recall_interval: Proportion | None = None
 
 
 def binary_agreement(reference: Sequence[Any] | np.ndarray, candidate: Sequence[Any] | np.ndarray, *,
                      positive: Any = True, negative: Any = False, confidence: float = 0.95) -> BinaryAgreement:
     """Agreement, kappa, precision, recall, wrong-pass and wrong-fail rates of a binary ``candidate`` against
     ``reference`` (sklearn ``confusion_matrix`` with rows = reference, ``labels=[negative, positive]``)."""
-    from sklearn.metrics import precision_score, recall_score
+    from sklearn.metrics import f1_score, precision_score, recall_score
 
     ref, cand = _pair(reference, candidate)
     scale = _resolve_labels(ref + cand, [negative, positive])
@@ -322,7 +327,11 @@ def binary_agreement(reference: Sequence[Any] | np.ndarray, candidate: Sequence[
         wrong_pass=proportion(fp, fp + tn, confidence=confidence),
         wrong_fail=proportion(fn, fn + tp, confidence=confidence),
         confidence=confidence,
-        method=_AGREEMENT_METHOD + "; precision/recall: sklearn; wrong-pass/wrong-fail: Clopper-Pearson",
+        method=_AGREEMENT_METHOD + "; precision/recall/F1: sklearn; their intervals and wrong-pass/wrong-fail: "
+                                   "Clopper-Pearson",
+        f1=_float(f1_score(**scores)),
+        precision_interval=proportion(tp, tp + fp, confidence=confidence),
+        recall_interval=proportion(tp, tp + fn, confidence=confidence),
     )
 
 

@@ -66,7 +66,9 @@ Everything is deterministic: runs, items, groups and graders are sorted, bootstr
 
 from __future__ import annotations
 
+import dataclasses
 import math
+import warnings
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from itertools import combinations
@@ -98,7 +100,9 @@ from engine.analysis.agreement import (
     to_plain,
     variance_decomposition,
 )
-from engine.analysis.dataset import RunView, group_key
+from engine.analysis.annotators import annotations_of, resolve
+from engine.analysis.annotators import design as parse_design
+from engine.analysis.dataset import GROUPING_FIELDS, RunView, group_key
 from engine.analysis.graded_runs import coverage_text, select_graded
 from engine.analysis.rankings import (
     RankAgreement,
@@ -165,6 +169,9 @@ class Comparison(_Plain):
     alpha: KrippendorffAlpha | None
     rank: RankAgreement | None
     notes: tuple[str, ...]
+    #: Items left out of this comparison, per reason (``reference abstained``, ``candidate single-annotated``,
+    #: ``not graded by candidate``, ...), sorted by reason.
+    excluded: tuple[tuple[str, int], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -213,6 +220,14 @@ class Variance(_Plain):
 
 
 @dataclass(frozen=True)
+class GroupMatrix(_Plain):
+    """The pairwise agreement matrix over every grader of the layer, within one group of ``by``."""
+
+    group: str
+    matrix: AgreementMatrix
+
+
+@dataclass(frozen=True)
 class LayerCalibration(_Plain):
     layer: str
     scale: str  # binary or ordinal
@@ -226,6 +241,12 @@ class LayerCalibration(_Plain):
     ratings: tuple[Ratings, ...]
     variance: tuple[Variance, ...]
     notes: tuple[str, ...]
+    #: The items compared (``--item``, or every item the reference graded on the layer).
+    items: tuple[str, ...] = ()
+    #: Items the reference's design left out, per reason (abstained, single-annotated, ...).
+    reference_excluded: tuple[tuple[str, int], ...] = ()
+    #: The pairwise matrix within each group of ``by``.
+    group_matrices: tuple[GroupMatrix, ...] = ()
 
     def comparison(self, candidate: str, group: str | None = None) -> Comparison:
         for c in self.comparisons:
@@ -296,9 +317,11 @@ class _Label:
 
 
 def _selector(name: str) -> Callable[[Grade], bool]:
-    if name in CLASS_GRADERS:
-        return lambda g: g.actor == name or g.actor.startswith(name + ":")
-    return lambda g: g.actor == name or g.sheet == name
+    """The grades ``name`` reads: a grader, a set (human, judge) or a rule's set (primary: human)."""
+    try:
+        return parse_design(name).selects
+    except ValueError as exc:
+        raise CalibrationError(str(exc)) from None
 
 
 def _key(grade: Grade) -> Key:
@@ -311,7 +334,8 @@ def _show_key(key: Key) -> str:
 
 
 def _label(grade: Grade, scale: str) -> Any:
-    return grade.value if scale == "ordinal" else grade.passed
+    """The grade's label on ``scale``; None for an abstention."""
+    return grade.value if scale == "ordinal" else grade.label if scale == "nominal" else grade.passed
 
 
 def _graded(runs: Sequence[RunView], layer: str, scale: str, select: Callable[[Grade], bool]) -> dict[Key, list[_Label]]:
@@ -387,7 +411,8 @@ class _Grader:
 
 def calibrate(runs: Sequence[RunView], reference: str, candidates: Sequence[str], *, layer: str | None = None,
               by: str | None = None, seed: int = 0, bootstrap: int = 1000,
-              confidence: float = 0.95, min_coverage: Any = None, identity: Any = None) -> Calibration:
+              confidence: float = 0.95, min_coverage: Any = None, identity: Any = None,
+              items: Sequence[str] | None = None, pool_items: bool = False) -> Calibration:
     """Calibrate ``candidates`` against ``reference`` over ``runs`` (see the module docstring).
 
     ``layer`` limits the calibration to one layer (default: every layer the reference graded); ``by`` adds one
@@ -395,8 +420,12 @@ def calibrate(runs: Sequence[RunView], reference: str, candidates: Sequence[str]
     correlations and ratings group by (default ``model``). ``bootstrap`` resamples for rank-correlation and
     Bradley-Terry intervals, seeded with ``seed``. ``min_coverage`` (a Fraction) leaves rules labels out for
     runs with a smaller share of applicable rules; ``identity`` groups model names
-    (:class:`~engine.analysis.model_identity.ModelIdentity`)."""
+    (:class:`~engine.analysis.model_identity.ModelIdentity`). ``items`` limits each layer to those items;
+    items of different names on a study's own layer, of different scales, or named together, are pooled
+    only with ``pool_items`` (see :func:`_pooling`)."""
     runs = sorted(runs, key=lambda r: r.run_id)
+    if by is not None and by not in GROUPING_FIELDS and "." not in by and any(by in r.labels for r in runs):
+        by = f"labels.{by}"  # a run label: --by benchmark
     candidates = tuple(candidates)
     if not candidates:
         raise CalibrationError("name at least one candidate grader")
@@ -404,8 +433,6 @@ def calibrate(runs: Sequence[RunView], reference: str, candidates: Sequence[str]
         raise CalibrationError(f"a candidate is named twice: {', '.join(candidates)}")
     if reference == RULES:
         raise CalibrationError("rules cannot be the reference: they are what is calibrated")
-    if layer is not None and layer not in GRADE_LAYERS:
-        raise CalibrationError(f"unknown layer {layer!r} (layers: {', '.join(GRADE_LAYERS)})")
     if bootstrap < 1:
         raise CalibrationError("bootstrap needs at least one resample")
     rank_by = by or "model"
@@ -414,7 +441,14 @@ def calibrate(runs: Sequence[RunView], reference: str, candidates: Sequence[str]
             run.field(rank_by)
         except KeyError as exc:
             raise CalibrationError(str(exc.args[0])) from None
-    grades = [g for run in runs for g in run.grades]
+    grades = [g for run in runs for g in run.grades if items is None or g.item in items]
+    if items is not None:
+        every = [g for run in runs for g in run.grades]
+        missing_items = [i for i in items if not any(g.item == i for g in every)]
+        if missing_items:
+            known_items = _sorted({g.item for g in every if g.item})
+            raise CalibrationError(f"no grade of item {missing_items[0]!r} (items graded: "
+                                   f"{', '.join(known_items) or 'none'})")
     known_actors = _sorted({g.actor for g in grades})
     known_sheets = _sorted({g.sheet for g in grades if g.sheet})
     for name in (reference, *candidates):
@@ -440,19 +474,34 @@ def calibrate(runs: Sequence[RunView], reference: str, candidates: Sequence[str]
         not_graded = [NotGraded(e.run_id, e.reason, e.coverage_text) for e in selection.left_out
                       if e.run_id in referenced]
     select_ref = _selector(reference)
-    graded_layers = [name for name in GRADE_LAYERS
-                     if any(g.layer == name and select_ref(g) and (g.value is not None or g.passed is not None)
-                            for g in grades)]
+    answered = {g.layer for g in grades if select_ref(g) and (g.value is not None or g.passed is not None
+                                                              or g.label is not None or g.abstained is not None)}
+    graded_layers = [name for name in GRADE_LAYERS if name in answered] + sorted(answered - set(GRADE_LAYERS))
     layers = [layer] if layer is not None else graded_layers
+    if layer is not None and layer not in GRADE_LAYERS and not any(g.layer == layer for run in runs for g in run.grades):
+        raise CalibrationError(f"unknown layer {layer!r}: no grade is on it"
+                               + (f" (graded layers: {', '.join(graded_layers)})" if graded_layers else ""))
     if layer is not None and layer not in graded_layers:
         raise CalibrationError(f"{reference} graded nothing on layer {layer}"
                                + (f" (graded layers: {', '.join(graded_layers)})" if graded_layers else ""))
-    with _one_blas_thread():
+    with _one_blas_thread(), warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
         results = tuple(_calibrate_layer(runs, name, reference, candidates, by, rank_by, seed, bootstrap,
-                                         confidence, rules_runs, identity) for name in layers)
+                                         confidence, rules_runs, identity, items, pool_items) for name in layers)
+    # a library's warning is never printed as it is: it becomes a note of the result (first line, once)
+    leaked = tuple(f"{w.category.__name__} from {w.filename.rsplit('/site-packages/', 1)[-1]}: "
+                   f"{str(w.message).splitlines()[0]}" for w in caught
+                   if not issubclass(w.category, (DeprecationWarning, PendingDeprecationWarning)))
     notes = (("an item graded more than once by one grader counts once in agreement, the matrix, rank "
               "correlations and ratings: its first grade in seq order; the re-grades feed the variance "
-              "decomposition"),)
+              "decomposition"),
+             ("an item several graders of a set annotated is read at its first annotation (the order the sheet "
+              "states, else import order); an abstention there leaves the item out, counted"))
+    notes += tuple(_sorted(set(leaked)))
+    differing = [r for r in runs if r.disagreements]
+    if differing:
+        notes += (f"{len(differing)} run(s) described differently by a grade sheet and the trajectory (the "
+                  f"trajectory's values are used), e.g. {differing[0].run_id}: {differing[0].disagreements[0]}",)
     if not_graded:
         notes += (f"rules give no label on {len(not_graded)} run(s) the reference graded: not graded (no process "
                   "score) or below --min-coverage; they are listed apart",)
@@ -482,7 +531,8 @@ def _one_blas_thread() -> Any:
 
 def calibrate_store(store: Any, reference: str, candidates: Sequence[str], *, layer: str | None = None,
                     by: str | None = None, rules: Path | str | None = None, seed: int = 0, bootstrap: int = 1000,
-                    confidence: float = 0.95, min_coverage: Any = None, identity: Any = None) -> Calibration:
+                    confidence: float = 0.95, min_coverage: Any = None, identity: Any = None,
+                    items: Sequence[str] | None = None, pool_items: bool = False) -> Calibration:
     """:func:`calibrate` over every stored run; process scores (rule set ``rules``, default the built-in one)
     are computed only when ``rules`` is a candidate."""
     from engine.analysis.dataset import load_runs
@@ -494,10 +544,20 @@ def calibrate_store(store: Any, reference: str, candidates: Sequence[str], *, la
         ruleset = load_ruleset(rules)
     runs = load_runs(store, ruleset)
     return calibrate(runs, reference, candidates, layer=layer, by=by, seed=seed, bootstrap=bootstrap,
-                     confidence=confidence, min_coverage=min_coverage, identity=identity)
+                     confidence=confidence, min_coverage=min_coverage, identity=identity, items=items,
+                     pool_items=pool_items)
 
 
 def _layer_scale(grades: list[Grade]) -> tuple[str, tuple[Any, ...], list[str]]:
+    declared = {g.scale for g in grades if g.scale is not None}
+    if len(declared) == 1:
+        kind = next(iter(declared))
+        if kind == "nominal":
+            categories = _sorted({c for g in grades for c in (g.categories or ())} | {g.label for g in grades if g.label})
+            return "nominal", tuple(categories), []
+        if kind == "binary":
+            return "binary", (False, True), []
+    grades = [g for g in grades if g.abstained is None]
     if not any(g.value is not None for g in grades):
         return "binary", (False, True), []
     values = [g.value for g in grades if g.value is not None]
@@ -514,16 +574,22 @@ def _layer_scale(grades: list[Grade]) -> tuple[str, tuple[Any, ...], list[str]]:
 
 def _calibrate_layer(runs: list[RunView], layer: str, reference: str, candidates: tuple[str, ...], by: str | None,
                      rank_by: str, seed: int, bootstrap: int, confidence: float, rules_runs: frozenset[str],
-                     identity: Any) -> LayerCalibration:
-    layer_grades = [g for run in runs for g in run.grades if g.layer == layer]
+                     identity: Any, items: Sequence[str] | None = None, pool_items: bool = False) -> LayerCalibration:
+    layer_grades = [g for run in runs for g in run.grades if g.layer == layer and (items is None or g.item in items)]
+    if items is not None:
+        runs = [_only_items(r, items) for r in runs]
+    pooled, pool_notes = _pooling(layer, layer_grades, _selector(reference), items, pool_items)
     scale, labels, notes = _layer_scale(layer_grades)
+    notes = pool_notes + notes
     weights = "quadratic" if scale == "ordinal" else None
     runs_by_id = {r.run_id: r for r in runs}
     group_of = {r.run_id: group_key(r, by, identity) for r in runs} if by else {}
 
     ref_graded = _graded(runs, layer, scale, _selector(reference))
-    ref = _Grader(reference, "item", "agreement", _first(ref_graded), ref_graded)
+    ref_design = _resolved(runs, layer, scale, reference)
+    ref = _Grader(reference, "item", "agreement", ref_design.labels, ref_graded)
     ref_run = _run_level(ref.view, scale)
+    excluded_of: dict[str, dict[Key, str]] = {reference: ref_design.excluded}
     graders: list[_Grader] = []
     for name in candidates:
         if name == RULES:
@@ -535,16 +601,19 @@ def _calibrate_layer(runs: list[RunView], layer: str, reference: str, candidates
             graders.append(_Grader(RULES, "run", mode, _rules_labels(runs_by_id, layer, keys), None))
         else:
             graded = _graded(runs, layer, scale, _selector(name))
-            if not graded:
+            resolved = _resolved(runs, layer, scale, name)
+            if not graded and not resolved.excluded:
                 notes.append(f"{name} graded nothing on layer {layer}")
                 continue
-            graders.append(_Grader(name, "item", "agreement", _first(graded), graded))
+            excluded_of[name] = resolved.excluded
+            graders.append(_Grader(name, "item", "agreement", resolved.labels, graded))
     for g in (ref, *graders):
-        if g.graded is not None:
+        if g.graded is not None and parse_design(g.name).kind != "rule":
             regraded = sum(1 for labels in g.graded.values() if len(labels) > 1)
             if regraded:
-                notes.append(f"{g.name} graded {regraded} item(s) more than once: agreement uses the first grade "
-                             "in seq order")
+                notes.append(f"{g.name} graded {regraded} item(s) more than once: agreement "
+                             + ("reads the rule's label" if parse_design(g.name).kind == "rule" else
+                                "uses the first grade in seq order"))
 
     def ref_view(level: str) -> dict[Key, Any]:
         return ref_run if level == "run" else ref.view
@@ -565,8 +634,19 @@ def _calibrate_layer(runs: list[RunView], layer: str, reference: str, candidates
     comparisons = []
     for g in graders:
         for group in groups:
-            comparisons.append(_compare(g, in_group(ref_view(g.level), group), in_group(g.view, group), group,
-                                        scale, labels, weights, confidence, seed, bootstrap))
+            compared = _compare(g, in_group(ref_view(g.level), group), in_group(g.view, group), group,
+                                scale, labels, weights, confidence, seed, bootstrap)
+            if g.level == "item":
+                compared = dataclasses.replace(compared, excluded=_excluded(
+                    in_group(ref.view, group), in_group(ref_design.excluded, group), in_group(g.view, group),
+                    in_group(excluded_of[g.name], group)))
+            comparisons.append(compared)
+            if group is None and compared.n == 0 and g.name != RULES:
+                why = "; ".join(f"{reason} {n}" for reason, n in compared.excluded)
+                raise CalibrationError(
+                    f"{g.name} and {reference} share no graded item on layer {layer}"
+                    + (f" ({', '.join(items)})" if items else "") + f": {reference} labelled {len(ref.view)}, "
+                    f"{g.name} {len(g.view)}" + (f"; left out: {why}" if why else ""))
 
     mcnemar_rows = []
     for a, b in combinations(graders, 2):
@@ -581,9 +661,16 @@ def _calibrate_layer(runs: list[RunView], layer: str, reference: str, candidates
 
     actors = _sorted({g.actor for g in layer_grades if _label(g, scale) is not None})
     matrix = None
+    group_matrices: list[GroupMatrix] = []
     if len(actors) >= 2:
         per_actor = {a: _first(_graded(runs, layer, scale, lambda g, a=a: g.actor == a)) for a in actors}
         matrix = agreement_matrix(per_actor, labels=labels, weights=weights, confidence=confidence)
+        for group in groups[1:]:  # the same matrix within each group of --by
+            inside = {a: in_group(v, group) for a, v in per_actor.items()}
+            inside = {a: v for a, v in inside.items() if v}
+            if len(inside) >= 2:
+                group_matrices.append(GroupMatrix(group, agreement_matrix(inside, labels=labels, weights=weights,
+                                                                          confidence=confidence)))
     else:
         notes.append(f"one actor graded layer {layer}: no agreement matrix")
 
@@ -597,8 +684,76 @@ def _calibrate_layer(runs: list[RunView], layer: str, reference: str, candidates
     return LayerCalibration(
         layer=layer, scale=scale, labels=labels, weights=weights, reference_items=len(ref.view),
         comparisons=tuple(comparisons), mcnemar=tuple(mcnemar_rows), matrix=matrix, rankings=rankings,
-        ratings=ratings, variance=variance, notes=tuple(notes),
+        ratings=ratings, variance=variance, notes=tuple(notes), items=pooled, group_matrices=tuple(group_matrices),
+        reference_excluded=_counted(ref_design.excluded.values()),
     )
+
+
+def _only_items(run: RunView, items: Sequence[str]) -> RunView:
+    return dataclasses.replace(run, grades=tuple(g for g in run.grades if g.item in items))
+
+
+def _resolved(runs: Sequence[RunView], layer: str, scale: str, name: str) -> Any:
+    """``name``'s label per item on ``layer`` under its annotator design, and the items it leaves out."""
+    chosen = parse_design(name)
+    grades = (g for run in runs for g in run.grades if g.layer == layer)
+    return resolve(chosen, annotations_of(grades, chosen, _key, lambda g: _label(g, scale)))
+
+
+def _counted(reasons: Iterable[str]) -> tuple[tuple[str, int], ...]:
+    counts: dict[str, int] = {}
+    for reason in reasons:
+        counts[reason] = counts.get(reason, 0) + 1
+    return tuple(sorted(counts.items()))
+
+
+def _excluded(ref: dict[Key, Any], ref_out: dict[Key, str], cand: dict[Key, Any],
+              cand_out: dict[Key, str]) -> tuple[tuple[str, int], ...]:
+    """Why items graded by either side are not in the comparison."""
+    reasons = [f"reference {why}" for k, why in ref_out.items() if k in cand or k in cand_out]
+    reasons += [f"candidate {why}" for k, why in cand_out.items() if k in ref]
+    reasons += ["not graded by the candidate" for k in ref if k not in cand and k not in cand_out]
+    return _counted(reasons)
+
+
+def _scale_text(grade: Grade) -> str:
+    kind = grade.kind_of_scale
+    if kind == "ordinal" and grade.scale_min is not None and grade.scale_max is not None:
+        return f"ordinal {grade.scale_min}..{grade.scale_max}"
+    if kind == "nominal" and grade.categories:
+        return "nominal " + "|".join(grade.categories)
+    return kind
+
+
+def _pooling(layer: str, grades: list[Grade], select_ref: Callable[[Grade], bool], items: Sequence[str] | None,
+             pool_items: bool) -> tuple[tuple[str, ...], list[str]]:
+    """The items a layer's comparison pools, or a :class:`CalibrationError` when it would pool what it should not
+    without ``pool_items``: items of different scales, items of a study's own layer (declared scales), or items
+    named together with ``--item``. Items of one scale on an engine layer (DevAI requirements, arena checks) pool
+    as they always have, with a note."""
+    answered = [g for g in grades if select_ref(g)]
+    scales: dict[str, set[str]] = {}
+    for g in answered:
+        scales.setdefault(g.item or "-", set()).add(_scale_text(g))
+    names = _sorted(scales)
+    kinds = _sorted({text.split(" ")[0] for found in scales.values() for text in found})
+    shown = ", ".join(f"{name} ({'/'.join(_sorted(scales[name]))})" for name in names[:8]) + (
+        f", ... ({len(names)} items)" if len(names) > 8 else "")
+    if len(kinds) > 1:
+        raise CalibrationError(f"layer {layer} mixes scales: {shown}: name one item with --item (a binary, ordinal "
+                               "or nominal item is compared with items of its own kind only)")
+    distinct_scales = {text for found in scales.values() for text in found}
+    study = any(g.scale is not None for g in answered)
+    if len(names) > 1 and not pool_items and (len(distinct_scales) > 1 or study or items is not None):
+        what = "items of different scales" if len(distinct_scales) > 1 else f"{len(names)} items"
+        raise CalibrationError(f"layer {layer} would pool {what}: {shown}: name one with --item NAME, or give "
+                               "--pool-items to compare them together")
+    notes = []
+    if len(names) > 1:
+        notes.append(f"{len(names)} items pooled on layer {layer}: {', '.join(names[:8])}"
+                     + (", ..." if len(names) > 8 else "")
+                     + (" (--pool-items)" if pool_items else ""))
+    return tuple(names), notes
 
 
 def _compare(g: _Grader, ref: dict[Key, Any], cand: dict[Key, Any], group: str | None, scale: str,
@@ -621,7 +776,7 @@ def _compare(g: _Grader, ref: dict[Key, Any], cand: dict[Key, Any], group: str |
         alpha = krippendorff_alpha(pair, level="nominal", labels=list(labels))
         return Comparison(g.name, group, g.level, g.mode, len(items), binary, None, alpha, None, ())
     ordinal = agreement(r, c, labels=labels, weights=weights, confidence=confidence)  # type: ignore[arg-type]
-    alpha = krippendorff_alpha(pair, level="ordinal", labels=list(labels))
+    alpha = krippendorff_alpha(pair, level="nominal" if scale == "nominal" else "ordinal", labels=list(labels))
     return Comparison(g.name, group, g.level, g.mode, len(items), None, ordinal, alpha, None, ())
 
 
@@ -709,6 +864,9 @@ def _ratings(name: str, by: str, view: dict[Key, Any], runs: list[RunView], grou
 
 
 def _variance(g: _Grader, task_of: dict[str, str]) -> Variance:
+    if g.graded is not None and g.name != RULES and parse_design(g.name).kind == "rule":
+        return Variance(g.name, None, ("an annotation rule reads one label per item from several annotators: "
+                                       "re-grading variance is per grader (name one)",))
     if g.graded is None:
         return Variance(g.name, None, ("rules are deterministic: a run is never re-graded",))
     passes: dict[tuple[str, str, str, int], list[float]] = {}
@@ -754,18 +912,20 @@ def render(result: Calibration, console: Any) -> None:
                        f"{result.bootstrap} bootstrap resamples"))
     for layer in result.layers:
         scale = ("pass/fail" if layer.scale == "binary"
+                 else f"nominal {'|'.join(map(str, layer.labels))}, unweighted kappa" if layer.scale == "nominal"
                  else f"ordinal {layer.labels[0]}..{layer.labels[-1]}, quadratic-weighted kappa")
-        console.print(Text(f"\nlayer {layer.layer} ({scale}): {layer.reference_items} items graded by "
-                           f"{result.reference}", style="bold"))
+        named = [i for i in layer.items if i != "-"]
+        what = (f"item {named[0]}" if len(named) == 1 else f"{len(named)} items" if named else "")
+        left = "; ".join(f"{reason} {n}" for reason, n in layer.reference_excluded)
+        console.print(Text(f"\nlayer {layer.layer}{' ' + what if what else ''} ({scale}): {layer.reference_items} "
+                           f"items labelled by {result.reference}" + (f" (left out: {left})" if left else ""),
+                           style="bold"))
         agreeing = [c for c in layer.comparisons if c.method == "agreement"]
         if agreeing:
             table = Table(title=f"{layer.layer}: agreement with {result.reference}")
             for header in ("candidate", "group", "level", "n", "agreement", f"{pct} CI", "kappa", f"kappa {pct} CI",
                            "alpha"):
                 table.add_column(header)
-            if layer.scale == "binary":
-                for header in ("precision", "recall", "wrong-pass", f"{pct} CI", "wrong-fail", f"{pct} CI"):
-                    table.add_column(header)
             for c in agreeing:
                 stats = c.binary or c.ordinal
                 row = [Text(c.candidate), Text(_group(c.group)), c.level, str(c.n)]
@@ -775,13 +935,26 @@ def render(result: Calibration, console: Any) -> None:
                     row += [_f(stats.agreement.estimate), _ci(stats.agreement.low, stats.agreement.high),
                             _f(stats.kappa.value), _ci(stats.kappa.low, stats.kappa.high),
                             "-" if c.alpha is None else _f(c.alpha.value)]
-                    if c.binary is not None:
-                        b = c.binary
-                        row += [_f(b.precision), _f(b.recall), _f(b.wrong_pass.estimate),
-                                _ci(b.wrong_pass.low, b.wrong_pass.high), _f(b.wrong_fail.estimate),
-                                _ci(b.wrong_fail.low, b.wrong_fail.high)]
                 table.add_row(*row)
             console.print(table)
+            if layer.scale == "binary":
+                table = Table(title=f"{layer.layer}: errors against {result.reference} (positive = passed)")
+                for header in ("candidate", "group", "n", "precision", f"{pct} CI", "recall", f"{pct} CI", "F1",
+                               "wrong-pass", f"{pct} CI", "wrong-fail", f"{pct} CI"):
+                    table.add_column(header)
+                for c in agreeing:
+                    b = c.binary
+                    row = [Text(c.candidate), Text(_group(c.group)), str(c.n)]
+                    if b is None:
+                        row += ["-"] * 9
+                    else:
+                        pi, ri = b.precision_interval, b.recall_interval
+                        row += [_f(b.precision), "-" if pi is None else _ci(pi.low, pi.high), _f(b.recall),
+                                "-" if ri is None else _ci(ri.low, ri.high), _f(b.f1), _f(b.wrong_pass.estimate),
+                                _ci(b.wrong_pass.low, b.wrong_pass.high), _f(b.wrong_fail.estimate),
+                                _ci(b.wrong_fail.low, b.wrong_fail.high)]
+                    table.add_row(*row)
+                console.print(table)
         ranked = [c for c in layer.comparisons if c.method == "rank"]
         if ranked:
             table = Table("candidate", "group", "level", "n", "Kendall tau-b", f"{pct} CI", "Spearman rho",
@@ -794,6 +967,9 @@ def render(result: Calibration, console: Any) -> None:
                                  _f(r.spearman.statistic), _ci(r.spearman.low, r.spearman.high)]))
             console.print(table)
         for c in layer.comparisons:
+            if c.excluded:
+                console.print(Text(f"  {c.candidate} ({_group(c.group)}): n {c.n}; left out: "
+                                   + "; ".join(f"{reason} {n}" for reason, n in c.excluded)))
             for note in c.notes:
                 console.print(Text(f"  {c.candidate} ({_group(c.group)}): {note}"))
         if layer.mcnemar:
@@ -804,10 +980,12 @@ def render(result: Calibration, console: Any) -> None:
                 table.add_row(Text(m.first), Text(m.second), Text(_group(m.group)), m.level, str(m.n),
                               *(["-"] * 3 if t is None else [str(t.first_only), str(t.second_only), _f(t.pvalue, 4)]))
             console.print(table)
-        if layer.matrix is not None:
-            mx = layer.matrix
+        shown_matrices = [(None, layer.matrix)] if layer.matrix is not None else []
+        shown_matrices += [(m.group, m.matrix) for m in layer.group_matrices]
+        for group, mx in shown_matrices:
             table = Table("", *mx.graders,
-                          title=f"{layer.layer}: pairwise agreement / kappa (n) over every grader")
+                          title=f"{layer.layer}: pairwise agreement / kappa (n) over every grader"
+                                + (f", {result.by} = {group}" if group is not None else ""))
             for i, a in enumerate(mx.graders):
                 cells = []
                 for j in range(len(mx.graders)):

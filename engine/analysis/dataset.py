@@ -7,6 +7,13 @@ current head, and its outcome and grade events in seq order. A score stored for
 exactly that head, rule set and engine version is reused; otherwise the score is
 computed from the log in memory (nothing is written), so a run whose log grew
 (grades or verdicts appended) is never judged by a stale document.
+
+A run's *grades stream* (``<run>@grades``, grades imported before the run's trajectory; see
+:mod:`engine.grades.importing`) is part of the run's view, never a run of its own: its grades
+come first (they were imported first), then the run's own; the trajectory's provenance wins and
+the metadata the sheets give (the stream's ``run_started``, each grade's ``payload.run``) fills what
+it leaves unsaid. Without a trajectory the stream alone is the run. Either import order gives the
+same view.
 """
 
 from __future__ import annotations
@@ -105,6 +112,9 @@ class RunView:
     verdicts: tuple[AcceptanceVerdict, ...] = ()
     test_results: tuple[TestResult, ...] = ()
     grades: tuple[Grade, ...] = ()
+    #: Where a grade sheet describes the run differently from its trajectory (``model: sheet 'x', run 'y'``):
+    #: the trajectory's value is used.
+    disagreements: tuple[str, ...] = ()
 
     def field(self, name: str) -> str | None:
         """A provenance field by name: ``model``, ``harness``, ``task_id``, ``format``,
@@ -157,6 +167,18 @@ def load_runs(store: EventStore, ruleset: RuleSet | None = None, run_ids: Sequen
     """Every run (or ``run_ids``), sorted by run id, with its process score under ``ruleset``
     (None: no process scores) and its verdicts, test results and grades in seq order."""
     infos = store.runs()
+    starts = {info.run_id: _first_event(store, info.run_id) for info in infos}
+    streams: dict[str, str] = {}  # run -> its grades stream
+    for info in infos:
+        start = starts[info.run_id]
+        subject = (start.labels or {}).get("grades_for") if isinstance(start, RunStarted) else None
+        if subject and info.run_id == subject + "@grades":
+            streams[subject] = info.run_id
+    held = {info.run_id for info in infos}
+    infos = [info for info in infos if info.run_id not in set(streams.values())]
+    orphans = [s for s in streams if s not in held]  # grades streams whose trajectory has not arrived
+    by_id = {info.run_id: info for info in store.runs()}
+    infos = sorted(infos + [by_id[streams[s]] for s in orphans], key=lambda i: _subject(i.run_id, streams))
     if run_ids is not None:
         wanted = set(run_ids)
         missing = sorted(wanted - {i.run_id for i in infos})
@@ -164,19 +186,61 @@ def load_runs(store: EventStore, ruleset: RuleSet | None = None, run_ids: Sequen
             from engine.errors import UnknownRunError
 
             raise UnknownRunError(f"no run {missing[0]!r} in the store")
-        infos = [i for i in infos if i.run_id in wanted]
-    outcome_events = _outcome_events(store, [i.run_id for i in infos])
+        infos = [i for i in infos if _subject(i.run_id, streams) in wanted]
+    outcome_events = _outcome_events(store, [i.run_id for i in infos] + [streams[_subject(i.run_id, streams)]
+                                                                         for i in infos
+                                                                         if _subject(i.run_id, streams) in streams])
     digest = ruleset_hash(ruleset) if ruleset is not None else None
     stored_scores = _stored_scores(store, digest) if digest is not None else {}
     views = []
     for info in infos:
-        start = next(store.events(info.run_id), None)
+        subject = _subject(info.run_id, streams)
+        start = starts.get(info.run_id)
         settings: dict[str, Any] = {}
         labels: dict[str, str] = {}
         if isinstance(start, RunStarted):
             settings = dict(start.model_settings or {})
             labels = dict(start.labels or {})
         events = outcome_events.get(info.run_id, [])
+        described: dict[str, Any] = {}
+        if subject in streams:
+            stream = streams[subject]
+            stream_start = starts[stream]
+            extra = outcome_events.get(stream, []) if stream != info.run_id else []
+            events = [e.model_copy(update={"run_id": subject}) for e in extra] + events
+            if isinstance(stream_start, RunStarted):
+                described = _described(stream_start)
+            if stream == info.run_id:
+                events = [e.model_copy(update={"run_id": subject}) for e in events]
+                labels = {k: v for k, v in labels.items() if k != "grades_for"}
+        for event in events:
+            if isinstance(event, Grade) and isinstance(event.payload.get("run"), dict):
+                for key, value in event.payload["run"].items():
+                    if key == "labels" and isinstance(value, dict):
+                        described.setdefault("labels", {})
+                        for k, v in value.items():
+                            described["labels"].setdefault(k, v)
+                    else:
+                        described.setdefault(key, value)
+        trajectory = subject == info.run_id and not (labels.get("created_by") == "grades import")
+        model, task_id, harness = info.model, info.task_id, info.harness
+        if not trajectory:  # a grades-only view: the sheets' description is all there is
+            model = model or described.get("model")
+            task_id = task_id or described.get("task_id")
+        else:
+            model = model if model is not None else described.get("model")
+            task_id = task_id if task_id is not None else described.get("task_id")
+        if harness in (None, "grades") and described.get("harness"):
+            harness = described["harness"]
+        disagreements = []
+        for name, used in (("model", model), ("task_id", task_id), ("harness", harness)):
+            said = described.get(name)
+            if said is not None and used is not None and said != used:
+                disagreements.append(f"{name}: sheet {said!r}, run {used!r}")
+        for k, v in (described.get("labels") or {}).items():
+            if k in labels and labels[k] != v:
+                disagreements.append(f"labels.{k}: sheet {v!r}, run {labels[k]!r}")
+            labels.setdefault(k, v)
         process = None
         if ruleset is not None and digest is not None:
             document = stored_scores.get((info.run_id, info.head_hash or ""))
@@ -186,14 +250,47 @@ def load_runs(store: EventStore, ruleset: RuleSet | None = None, run_ids: Sequen
                 computed = compute_score(store, ruleset, info.run_id, digest=digest)
                 process = _process_score(digest, computed.body, stored=False)
         views.append(RunView(
-            run_id=info.run_id, event_count=info.event_count, head_hash=info.head_hash, harness=info.harness,
-            harness_version=info.harness_version, model=info.model, task_id=info.task_id,
+            run_id=subject, event_count=info.event_count, head_hash=info.head_hash, harness=harness,
+            harness_version=info.harness_version, model=model, task_id=task_id,
             format=info.source_format or "native", settings=settings, labels=labels, process=process,
             verdicts=tuple(e for e in events if isinstance(e, AcceptanceVerdict)),
             test_results=tuple(e for e in events if isinstance(e, TestResult)),
-            grades=tuple(e for e in events if isinstance(e, Grade)),
+            grades=tuple(e for e in events if isinstance(e, Grade)), disagreements=tuple(disagreements),
         ))
     return views
+
+
+def _first_event(store: EventStore, run_id: str) -> Event | None:
+    """The run's seq 0, with the cursor reading it closed (a PostgreSQL server cursor left open warns)."""
+    events = store.events(run_id)
+    try:
+        return next(events, None)
+    finally:
+        close = getattr(events, "close", None)
+        if close is not None:
+            close()
+
+
+def _subject(run_id: str, streams: dict[str, str]) -> str:
+    """The run a stream belongs to: itself, or the run a grades stream grades."""
+    if run_id.endswith("@grades") and streams.get(run_id.removesuffix("@grades")) == run_id:
+        return run_id.removesuffix("@grades")
+    return run_id
+
+
+def _described(start: RunStarted) -> dict[str, Any]:
+    """What a grades stream's run_started says about the run."""
+    found: dict[str, Any] = {}
+    if start.model:
+        found["model"] = start.model
+    if start.task_id:
+        found["task_id"] = start.task_id
+    if start.harness.name not in ("grades",):
+        found["harness"] = start.harness.name
+    labels = {k: v for k, v in (start.labels or {}).items() if k not in ("created_by", "grades_for")}
+    if labels:
+        found["labels"] = labels
+    return found
 
 
 def _outcome_events(store: EventStore, run_ids: Iterable[str]) -> dict[str, list[Event]]:

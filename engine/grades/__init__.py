@@ -1,17 +1,21 @@
 """Human and judge grades: arena grade sheets and DevAI judgments, appended to the runs they grade.
 
 - :mod:`engine.grades.record`: one grade as read, with its place, and the event it becomes;
-- :mod:`engine.grades.arena`: the arena grade sheet (layers, scales, CSV and JSON spellings);
+- :mod:`engine.grades.arena`: the arena grade sheet (layers, scales, CSV and JSON spellings) and
+  the study sheet (grade schema v2: a study's own items, declared scales, abstentions, run metadata);
 - :mod:`engine.grades.devai`: DevAI (Agent-as-a-Judge) judgment files;
 - :mod:`engine.grades.sources`: which files hold grades, in which format;
 - :mod:`engine.grades.importing`: appending them, every run or none.
 """
 
 from engine.grades.arena import (
+    ABSTENTIONS,
     ARENA_LAYERS,
     FORMAT_TAG,
+    FORMAT_TAG_V2,
     SCALES,
     GradeSheet,
+    StudySheet,
     grade_sheet_json_schema,
 )
 from engine.grades.importing import (
@@ -24,8 +28,10 @@ from engine.grades.record import GradeRecord, NewRun, Place
 from engine.grades.sources import GRADE_FORMATS, SheetFile, read_grade_files
 
 __all__ = [
+    "ABSTENTIONS",
     "ARENA_LAYERS",
     "FORMAT_TAG",
+    "FORMAT_TAG_V2",
     "GRADE_FORMATS",
     "SCALES",
     "GradeRecord",
@@ -35,6 +41,7 @@ __all__ = [
     "Place",
     "RunGrades",
     "SheetFile",
+    "StudySheet",
     "append_grades",
     "grade_sheet_json_schema",
     "import_grades",

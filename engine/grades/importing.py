@@ -1,8 +1,15 @@
 """Appending grades to the runs they grade: every run, or none.
 
-Grades become ``grade`` events after the graded run's events. A run the store does not
-hold gets a judgment-only run first (seq 0 ``run_started``: harness ``grades``, or the
-DevAI system; labels ``created_by: grades import``). A grade whose event id the run
+Grades become ``grade`` events after the graded run's events. Grades of a run the store does
+not hold go to the run's *grades stream* ``<run>@grades`` (seq 0 ``run_started``: harness
+``grades``, the DevAI system, or the harness the sheet names; the sheet's model, task and labels;
+labels ``created_by: grades import`` and ``grades_for: <run>``), never to the run itself: the log
+is append-only and a run's seq 0 is its trajectory's, so the trajectory can still arrive later
+under its own id. Analysis (:func:`engine.analysis.dataset.load_runs`) reads a run and its grades
+stream as one run: the grades stream's grades first, then the run's own (the order they were
+imported in, whichever came first), the trajectory's metadata first and the sheet's where it is
+silent. A run created this way by an older version (grades-only, at the run's own id) is
+graded in place as before. A grade whose event id the run
 already holds is skipped when it is the same grade (same actor, round, layer, item,
 value, pass, prose; the payload is not compared), and is a conflict otherwise: a changed
 grade is a new sheet. The same grade given twice in one import (a sheet's CSV and JSON
@@ -24,7 +31,7 @@ from sqlalchemy import select
 from engine.errors import EventIdConflictError, RunSealedError, SeqConflictError
 from engine.events import GRADE_LAYERS, Event, Grade
 from engine.grades.arena import ROUND_LAYERS
-from engine.grades.record import GradeRecord, grade_content
+from engine.grades.record import GradeRecord, grade_content, grades_stream
 from engine.grades.sources import SheetFile, read_grade_files
 from engine.store import EventStore, RunInfo
 from engine.store.schema import events as events_table
@@ -110,7 +117,7 @@ def append_grades(store: EventStore, grades: Iterable[GradeRecord], *, create_ru
             with store.writer() as writer:
                 for plan in plans:
                     if plan.events:
-                        writer.append(plan.report.run_id, plan.events)
+                        writer.append(plan.stream, plan.events)
         except (SeqConflictError, EventIdConflictError):
             # Another writer appended to one of these runs meanwhile: nothing was written; plan again.
             if attempt == _ATTEMPTS - 1:
@@ -124,18 +131,27 @@ def append_grades(store: EventStore, grades: Iterable[GradeRecord], *, create_ru
 class _RunPlan:
     report: RunGrades
     events: list[Event]
+    #: Where they go: the run, or its grades stream.
+    stream: str
 
 
 def _plan(store: EventStore, by_run: dict[str, list[GradeRecord]], create_runs: bool,
           repeated: Counter[str]) -> list[_RunPlan]:
-    infos = _runs(store, list(by_run))
+    infos = _runs(store, [name for run_id in by_run for name in (run_id, grades_stream(run_id))])
     held = _held(store, [g.event_id for grades in by_run.values() for g in grades])
     staged = [run_id for run_id, grades in by_run.items()
               if run_id in infos and any(g.layer in ROUND_LAYERS for g in grades)]
     stages = _stages(store, staged)
     plans = []
     for run_id, grades in by_run.items():
+        stream = run_id
         info = infos.get(run_id)
+        if info is None or info.event_count == 0:
+            stream = grades_stream(run_id)
+            info = infos.get(stream)
+            if len(stream) > 200:
+                raise grades[0].error("run_id", f"{run_id!r} is too long to hold grades before its trajectory "
+                                                f"(at most {200 - len('@grades')} characters)")
         exists = info is not None and info.event_count > 0
         if not exists and not create_runs:
             raise grades[0].error("run_id", f"no run {run_id!r} in the store (runs are not created: --no-create)")
@@ -145,7 +161,7 @@ def _plan(store: EventStore, by_run: dict[str, list[GradeRecord]], create_runs: 
             if stored is None:
                 new.append(grade)
             else:
-                _same_or_conflict(grade, stored)
+                _same_or_conflict(grade, stored, stream)
         run_stages = stages.get(run_id)
         if run_stages:
             for grade in grades:
@@ -153,28 +169,29 @@ def _plan(store: EventStore, by_run: dict[str, list[GradeRecord]], create_runs: 
                     raise grade.error("round", f"run {run_id} has no round {grade.round} "
                                                f"(its stages: {', '.join(map(str, sorted(run_stages)))})")
         if new and info is not None and info.sealed:
-            error = RunSealedError(f"{new[0].place}: run {run_id} is sealed at {info.sealed_event_count} events: "
+            error = RunSealedError(f"{new[0].place}: run {stream} is sealed at {info.sealed_event_count} events: "
                                    f"{len(new)} new grade(s) cannot be appended; nothing written", run_id=run_id)
             error.located = True
             raise error
         events: list[Event] = []
         if not exists:
             start = next((g.new_run for g in grades if g.new_run.task_id), grades[0].new_run)
-            events.append(start.event(run_id))
+            events.append(start.event(run_id, stream))
         base = info.event_count if exists and info is not None else 1
-        events.extend(g.event(base + k) for k, g in enumerate(new))
+        events.extend(g.event(base + k, stream) for k, g in enumerate(new))
         counts = Counter(g.layer for g in new)
-        layers = {layer: counts[layer] for layer in GRADE_LAYERS if counts[layer]}
+        order = [layer for layer in GRADE_LAYERS if counts[layer]] + sorted(set(counts) - set(GRADE_LAYERS))
+        layers = {layer: counts[layer] for layer in order}
         report = RunGrades(run_id, len(new), len(grades) - len(new) + repeated[run_id], not exists, layers)
-        plans.append(_RunPlan(report, events))
+        plans.append(_RunPlan(report, events, stream))
     return plans
 
 
-def _same_or_conflict(grade: GradeRecord, stored: Event) -> None:
-    if stored.run_id != grade.run_id or not isinstance(stored, Grade):
+def _same_or_conflict(grade: GradeRecord, stored: Event, stream: str) -> None:
+    if stored.run_id not in (grade.run_id, grades_stream(grade.run_id)) or not isinstance(stored, Grade):
         raise _conflict(grade, None, f"its event id {grade.event_id!r} is already held by run {stored.run_id} "
                                      f"seq {stored.seq} ({stored.kind})")
-    mine, theirs = grade_content(grade.event(stored.seq)), grade_content(stored)
+    mine, theirs = grade_content(grade.event(stored.seq, stored.run_id)), grade_content(stored)
     if mine == theirs:
         return
     differing = sorted(k for k in mine.keys() | theirs.keys() if mine.get(k) != theirs.get(k))

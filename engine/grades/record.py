@@ -23,7 +23,7 @@ from pydantic import ValidationError
 from engine.errors import InputError
 from engine.events import Grade, RunStarted
 
-__all__ = ["ITEM_PATTERN", "SHEET_PATTERN", "GradeRecord", "NewRun", "Place", "grade_content", "grader_actor"]
+__all__ = ["GRADES_FOR", "GRADES_STREAM", "ITEM_PATTERN", "grades_stream", "SHEET_PATTERN", "GradeRecord", "NewRun", "Place", "grade_content", "grader_actor"]
 
 #: A sheet name: ``arena-gguf``, ``devai/human_as_a_judge`` (no ``|``, which separates id parts).
 SHEET_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/-]{0,127}$")
@@ -62,23 +62,62 @@ class Place:
         return self.file if self.record is None else f"{self.file}:{self.record}"
 
 
+#: The suffix of a grades stream: grades of a run the store did not hold when they were imported.
+GRADES_STREAM = "@grades"
+#: The run_started label naming the run a grades stream grades.
+GRADES_FOR = "grades_for"
+
+
+def grades_stream(run_id: str) -> str:
+    """The stream holding grades imported before their run's trajectory: ``<run_id>@grades``."""
+    return run_id + GRADES_STREAM
+
+
 @dataclass(frozen=True)
 class NewRun:
-    """How to open the run when the store does not hold it: a judgment-only run."""
+    """How to open the grades stream of a run the store does not hold, and the run metadata a sheet
+    gives (model, harness, task, labels): recorded with the grades, merged into the run's view when its
+    trajectory arrives (the trajectory's own values win; the sheet's fill what it lacks)."""
 
     harness: str
     task_id: str | None = None
     labels: Mapping[str, str] = field(default_factory=dict)
     payload: Mapping[str, Any] = field(default_factory=dict)
+    model: str | None = None
+    #: The harness the sheet names for the run (the stream's own harness is ``harness``).
+    run_harness: str | None = None
 
-    def event(self, run_id: str) -> RunStarted:
+    @property
+    def metadata(self) -> dict[str, Any]:
+        """What a v2 sheet says about the run (kept in every grade's payload as ``run``); empty when it
+        names no model, harness or label (a v1 sheet's task alone is kept only on the stream it creates)."""
+        found: dict[str, Any] = {}
+        if not (self.model or self.run_harness or self.labels):
+            return found
+        if self.model:
+            found["model"] = self.model
+        if self.run_harness:
+            found["harness"] = self.run_harness
+        if self.task_id:
+            found["task_id"] = self.task_id
+        if self.labels:
+            found["labels"] = dict(self.labels)
+        return found
+
+    def event(self, run_id: str, stream: str | None = None) -> RunStarted:
+        """The stream's seq 0: ``stream`` (default ``run_id``) grades ``run_id``."""
+        stream = stream or run_id
         event_id = f"{run_id}@grades-start"
         if len(event_id) > 200:
             event_id = "sha256:" + hashlib.sha256(event_id.encode()).hexdigest()
+        labels = {"created_by": "grades import", **self.labels}
+        if stream != run_id:
+            labels[GRADES_FOR] = run_id
         return RunStarted.model_validate({
-            "run_id": run_id, "seq": 0, "event_id": event_id, "kind": "run_started", "actor": "harness",
-            "harness": {"name": self.harness}, "labels": {"created_by": "grades import", **self.labels},
+            "run_id": stream, "seq": 0, "event_id": event_id, "kind": "run_started", "actor": "harness",
+            "harness": {"name": self.run_harness or self.harness}, "labels": labels,
             "payload": dict(self.payload), **({"task_id": self.task_id} if self.task_id else {}),
+            **({"model": self.model} if self.model else {}),
         })
 
 
@@ -97,6 +136,15 @@ class GradeRecord:
     scale_min: int | None = None
     scale_max: int | None = None
     passed: bool | None = None
+    #: A nominal grade's category.
+    label: str | None = None
+    #: The declared scale (schema v2): binary, ordinal or nominal.
+    scale: str | None = None
+    categories: tuple[str, ...] | None = None
+    #: The abstention written (``Unsure``, ``N/A``): the grade gives no label.
+    abstained: str | None = None
+    #: 1 for the item's primary annotation, 2 for the secondary, ...
+    annotation: int | None = None
     criteria: str | None = None
     prerequisites: tuple[str, ...] | None = None
     category: str | None = None
@@ -131,19 +179,25 @@ class GradeRecord:
         where = f"round {self.round} " if self.round is not None else ""
         return f"{where}{what} by {self.actor} in sheet {self.sheet}"
 
-    def event(self, seq: int) -> Grade:
-        """The ``grade`` event at ``seq`` of the run."""
+    def event(self, seq: int, stream: str | None = None) -> Grade:
+        """The ``grade`` event at ``seq`` of the run (or of its grades ``stream``)."""
         fields = {
             "layer": self.layer, "item": self.item, "value": self.value, "scale_min": self.scale_min,
-            "scale_max": self.scale_max, "passed": self.passed, "criteria": self.criteria,
+            "scale_max": self.scale_max, "passed": self.passed, "label": self.label, "scale": self.scale,
+            "categories": list(self.categories) if self.categories is not None else None,
+            "abstained": self.abstained, "annotation": self.annotation, "criteria": self.criteria,
             "prerequisites": list(self.prerequisites) if self.prerequisites is not None else None,
             "category": self.category, "rationale": self.rationale, "shortcomings": self.shortcomings,
             "sheet": self.sheet,
         }
+        payload: dict[str, Any] = {"source": [{"file": self.place.source, "record": self.place.record or "-",
+                                               "raw": self.raw}]}
+        if self.new_run.metadata:
+            payload["run"] = self.new_run.metadata
         record = {
-            "run_id": self.run_id, "seq": seq, "event_id": self.event_id, "kind": "grade", "actor": self.actor,
-            **({"stage": self.round} if self.round is not None else {}),
-            "payload": {"source": [{"file": self.place.source, "record": self.place.record or "-", "raw": self.raw}]},
+            "run_id": stream or self.run_id, "seq": seq, "event_id": self.event_id, "kind": "grade",
+            "actor": self.actor, **({"stage": self.round} if self.round is not None else {}),
+            "payload": payload,
             **{k: v for k, v in fields.items() if v is not None},
         }
         try:

@@ -9,13 +9,14 @@ is none of these is an error; one found in a directory is listed as skipped.
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from engine.errors import InputError
-from engine.grades.arena import parse_json, read_csv_sheet, read_json_sheet
+from engine.grades.arena import FORMAT_TAG, FORMAT_TAG_V2, parse_json, read_csv_sheet, read_json_sheet, read_study_sheet
 from engine.grades.devai import (
     LAYOUT_HELP,
     judge_layout,
@@ -93,6 +94,12 @@ def _read(path: Path, label: str, format: str, *, explicit: bool) -> SheetFile |
     doc = parse_json(_bytes(path, label), label)
     is_sheet = isinstance(doc, dict) and "format" in doc
     if format == "arena" and (is_sheet or explicit) or format == "auto" and is_sheet:
+        tag = doc.get("format") if isinstance(doc, dict) else None
+        if tag not in (FORMAT_TAG, FORMAT_TAG_V2) and isinstance(doc, dict) and "format" in doc:
+            raise InputError(label, None, "format", f"expected {FORMAT_TAG} (arena) or {FORMAT_TAG_V2} (study), "
+                                                    f"got {json.dumps(tag)[:60]}".replace('"', "'"))
+        if tag == FORMAT_TAG_V2:
+            return SheetFile(label, "arena", tuple(read_study_sheet(doc, label, path.name)))
         return SheetFile(label, "arena", tuple(read_json_sheet(doc, label, path.name)))
     if format == "devai" or format == "auto" and looks_like_judgment(doc):
         if layout is None:
@@ -104,8 +111,8 @@ def _read(path: Path, label: str, format: str, *, explicit: bool) -> SheetFile |
 def _unknown(label: str, format: str, explicit: bool, hint: str | None = None) -> None:
     if not explicit:
         return
-    wanted = {"auto": "an arena grade sheet (CSV, or JSON with \"format\": \"procgrade.grades/1\") or a DevAI judgment",
-              "arena": "an arena grade sheet (CSV, or JSON with \"format\": \"procgrade.grades/1\")",
+    wanted = {"auto": "an arena grade sheet (CSV, or JSON with \"format\": \"procgrade.grades/1\" or \"procgrade.grades/2\") or a DevAI judgment",
+              "arena": "an arena grade sheet (CSV, or JSON with \"format\": \"procgrade.grades/1\" or \"procgrade.grades/2\")",
               "devai": "a DevAI judgment"}[format]
     raise InputError(label, None, None, f"not {wanted}" + (f": {hint}" if hint else ""))
 
