@@ -310,11 +310,11 @@ def test_tools_rounds_claims_and_manual_compaction(tmp_path: Path) -> None:
     run = read_one(write_jsonl(tmp_path / "syn.jsonl", SYNTHETIC))
     assert kinds(run) == {"compaction": 1, "completion_claim": 1, "file_edit": 2, "file_read": 1, "message": 5,
                           "run_started": 1, "source_record": 1, "stage_ended": 1, "stage_started": 2, "test_run": 2}
-    # No exit code is invented for the passing run: only "Exit code 1" of the failed one.
+    # The failed run states "Exit code 1"; the passing run is a plain success (is_error false): 0.
     assert test_runs_found(run) == [("python -m pytest -q tests", "fail"), ("python -m pytest -q tests", "pass")]
     failed, passed = of_kind(run, "test_run")
     assert (failed.exit_code, failed.failed, failed.passed) == (1, 1, 3)
-    assert (passed.exit_code, passed.passed) == (None, 4)
+    assert (passed.exit_code, passed.passed) == (0, 4)
     assert [(e.path, e.edit_kind) for e in of_kind(run, "file_edit")] == [("src/app.py", "modify"), ("NOTES.md", "create")]
     assert [e.path for e in of_kind(run, "file_read")] == ["src/app.py"]
     assert [e.record_type for e in of_kind(run, "source_record")] == ["tool_use:Edit:error"]

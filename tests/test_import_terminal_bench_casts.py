@@ -302,3 +302,29 @@ def _no_result() -> str:
     from engine.importers.terminal_bench import _NO_RESULT
 
     return _NO_RESULT
+
+
+def test_recovered_commands_carry_how_they_ended(sample_runs: list[Any]) -> None:
+    """The model's commands and test runs get their endings from Claude Code's tool results
+    (engine/importers/claude_code_bash.py). Counted from the casts' 267 Bash results, all
+    2.0.29 stream-json with no stated exit code: 32 ``is_error: true`` (-> 1), 218 plain
+    successes (-> 0), 7 background launches and 10 grep/find successes (0 or 1: null)."""
+    found: dict[str, Counter[Any]] = {}
+    for run in sample_runs:
+        seen = found.setdefault(run.events[0].labels["system"], Counter())
+        for event in run.events:
+            if event.kind in ("command", "test_run") and (event.actor == "agent" or event.actor.startswith("subagent:")):
+                seen[(event.kind, event.exit_code)] += 1
+    assert found == {
+        "claude_code_c4": Counter({("command", 0): 69, ("command", None): 11, ("command", 1): 6,
+                                   ("test_run", 0): 3, ("test_run", 1): 1}),
+        "claude_code_coder": Counter({("command", 0): 89, ("command", 1): 13, ("command", None): 5,
+                                      ("test_run", 0): 6, ("test_run", 1): 1}),
+        "claude_code_gpt5": Counter({("command", 0): 42, ("command", 1): 10, ("command", None): 1,
+                                     ("test_run", 0): 2}),
+        "claude_code_v3": Counter({("command", 0): 6, ("command", 1): 1, ("test_run", 0): 1}),
+    }
+    # c4 on grid-pattern-transform: its test hit a missing numpy, then passed (recovery)
+    c4_grid = [e for r in sample_runs if r.events[0].labels["system"] == "claude_code_c4"
+               and r.events[0].task_id == "grid-pattern-transform" for e in of_kind(r, "test_run") if e.actor == "agent"]
+    assert [(e.command, e.exit_code) for e in c4_grid] == [("python test_transform.py", 1), ("python test_transform.py", 0)]

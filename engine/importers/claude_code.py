@@ -41,8 +41,12 @@ How records become events:
   harness's log (a Terminal-Bench cast) go through the same mapping
   (:func:`emit_stream_json`); that harness then says how the run ended.
 - **Tools** (the call's record and its ``tool_result`` record are the sources of one
-  event): ``Bash`` -> ``RunBuilder.command`` (Claude Code records no exit code; only a
-  failed result's ``Exit code N`` text gives one, nothing is invented); ``Read``,
+  event): ``Bash`` -> ``RunBuilder.command`` (a ``test_run`` with counts when the line
+  runs tests), its exit code read from how the result ended
+  (:mod:`engine.importers.claude_code_bash`: a stated ``Exit code N``; ``is_error`` without
+  a stated code -> 1, the documented failure marker; a plain success -> 0; interrupted,
+  background or ambiguous -> null); a call Claude Code refused to run is a
+  ``source_record`` ``tool_use:Bash:refused``; ``Read``,
   ``Glob`` (pattern joined to its path), ``Grep`` on a file path -> ``file_read``;
   ``Edit`` / ``MultiEdit`` / ``Write`` / ``NotebookEdit`` -> ``file_edit`` (``create`` when
   the result says so or the edit starts from an empty ``old_string``, ``Write`` unless
@@ -92,8 +96,8 @@ from engine.errors import InputError
 from engine.exact import decimal_text
 from engine.importers.base import Importer, Unit, register
 from engine.importers.building import ImportedRun, Record, RunBuilder, timestamp
+from engine.importers.claude_code_bash import bash_ending
 from engine.importers.redaction import Redactor
-from engine.importers.shell import exit_code_from_text
 from engine.importers.source_tree import SourceTree, strict_json
 
 __all__ = ["ClaudeCodeImporter", "StreamEnd", "StreamProvenance", "emit_stream_json", "parse_line"]
@@ -191,7 +195,7 @@ class _UserText:
 class ClaudeCodeImporter(Importer):
     name = "claude-code"
     title = "Claude Code session transcript JSONL (+ subagents/, headless stream-json)"
-    version = "2"
+    version = "3"
 
     def sniff(self, tree: SourceTree, rel: str) -> bool:
         if rel.endswith(".json"):
@@ -792,9 +796,14 @@ class _Reader:
         outcome = _tool_use_result(result.line) if result is not None else {}
         if name == "Bash":
             command = rec.str(f"{path}.input.command")
-            code = exit_code_from_text(text) if failed and text else None
-            b.command(command, actor=actor, source=sources, output=text, exit_code=code, ts=ts,
-                      cwd=line.data.get("cwd") if isinstance(line.data.get("cwd"), str) else None)
+            ending = bash_ending(command, args if isinstance(args, dict) else {},
+                                 result.block if result is not None else None, text,
+                                 _tool_use_result_raw(result.line) if result is not None else None)
+            if not ending.ran:  # refused before running: no command, no file effect
+                b.add("source_record", actor=actor, source=sources, ts=ts, record_type=f"tool_use:{name}:refused")
+            else:
+                b.command(command, actor=actor, source=sources, output=text, exit_code=ending.exit_code, ts=ts,
+                          cwd=line.data.get("cwd") if isinstance(line.data.get("cwd"), str) else None)
         elif name in ("Read", "NotebookRead"):
             key = "file_path" if name == "Read" else "notebook_path"
             target = rec.str(f"{path}.input.{key}")
@@ -1073,8 +1082,13 @@ def _result_text(block: dict[str, Any], *, drop_trailer: bool = False) -> str:
 
 def _tool_use_result(line: _Line) -> dict[str, Any]:
     """The structured tool result on a user record (``tool_use_result`` in stream-json)."""
-    value = line.data.get("toolUseResult", line.data.get("tool_use_result"))
+    value = _tool_use_result_raw(line)
     return value if isinstance(value, dict) else {}
+
+
+def _tool_use_result_raw(line: _Line) -> Any:
+    """The tool result on a user record as logged: an object, or Claude Code's error string."""
+    return line.data.get("toolUseResult", line.data.get("tool_use_result"))
 
 
 def _user_text_of(line: _Line) -> str:

@@ -33,7 +33,8 @@ What becomes what:
   cast line where it began; ``<line>.<k>`` for the k-th record begun on one line), timed
   from the cast's clock. The records go through the Claude Code mapping
   (:func:`engine.importers.claude_code.emit_stream_json`): messages, commands and test
-  runs, file reads and edits, delegations, the completion claim. They sit after the
+  runs (with how each ended, :mod:`engine.importers.claude_code_bash`), file reads and
+  edits, delegations, the completion claim. They sit after the
   harness's launch keystrokes and before the test phase. A record cut off (the agent
   killed mid-write) is ``unparsed``; the keystrokes (``i`` events) are not read.
 - ``run_ended`` (actor ``harness``), where the test phase starts: ``agent_timeout`` ->
@@ -175,7 +176,7 @@ class TerminalBenchImporter(Importer):
 
     name = "terminal-bench"
     title = "Terminal-Bench 1 trial results.json (+ commands.txt, run_metadata.json)"
-    version = "2"
+    version = "3"
 
     def find(self, tree: SourceTree, candidates: Sequence[str]) -> list[Unit]:
         units: list[Unit] = []
