@@ -120,7 +120,9 @@ def vacuous_reason(rule: Any, findings: list[Finding], rows: list[tuple[Any, ...
         guard = applicability_guard(rule)
         if guard is None:
             return f"not applicable: the model did nothing in the {scope}"
-        return f"not applicable: no {_describe(guard, 'model')} in the {scope} (nothing it guards happened)"
+        why = "it applies only where one happened" if getattr(rule, "applies_if", None) is not None \
+            else "nothing it guards happened"
+        return f"not applicable: no {_describe(guard, 'model')} in the {scope} ({why})"
     if isinstance(rule, DistinctRule):
         return (f"not applicable: no {_describe(as_list(rule.match), 'model')} in the first {rule.early_percent}% "
                 "of the model's events")

@@ -29,6 +29,7 @@ def test_explain_names_what_did_not_count_and_why_rules_were_vacuous(tmp_path: P
     assert "every activation vacuous: no test_run by the model (outcome fail/error) before it" in shown
     bare = _cli("explain", "--db", db, "v1/no-model-actions")
     assert "process score not graded: no model decisions; 0 of 15 rules applied" in bare
-    assert "not applicable: the model did nothing in the run" in bare
+    # finish-with-a-claim applies only where the model worked (a claim is not a finish)
+    assert "not applicable: no command/file_edit/file_read/test_run by the model in the run" in bare
     scored = _cli("score", "--db", db, "v1/no-model-actions")
     assert "not graded: no model decisions" in scored

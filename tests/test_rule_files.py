@@ -125,7 +125,7 @@ def test_validate_rules_command_prints_the_detection_table(tmp_path: Path) -> No
     done = subprocess.run([sys.executable, "-m", "engine.cli", "validate-rules", str(corpus)], capture_output=True,
                           cwd=ROOT)
     assert done.returncode == 0, done.stderr
-    assert (b"detected 37/37 faults (100%); 0 clean twins falsely flagged; 0 fault runs also flagged by another "
+    assert (b"detected 44/44 faults (100%); 0 clean twins falsely flagged; 0 fault runs also flagged by another "
             b"rule; at least 2 cases per rule; patterns 8/8, checks 5/5 validated") in done.stdout
     # A corpus whose twins are swapped flags a clean twin and misses the fault: exit 1.
     import shutil

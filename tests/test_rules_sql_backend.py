@@ -89,6 +89,21 @@ def test_default_ruleset_agrees_with_monitor(store: EventStore, data: st.DataObj
         assert_same(sql, canonical, ruleset)
 
 
+def test_default_ruleset_agrees_with_monitor_on_the_bundled_real_runs(store: EventStore) -> None:
+    """The recorded Claude Code runs of the Terminal-Bench sample (real command lines: inline
+    snippets, installs, heredocs) give the same findings on both back-ends under rule set v2."""
+    from engine.ingest import ingest_paths
+
+    sample = Path(__file__).parent / "fixtures" / "imports" / "terminal-bench-claude-code"
+    ingest_paths(store, [sample / "data" / "traj"])
+    recorded = [info.run_id for info in store.runs()
+                if any(e.actor == "agent" for e in store.events(info.run_id))]
+    assert len(recorded) == 60
+    for run_id in recorded:
+        sql, canonical = both_backends(store, _DEFAULT, run_id)
+        assert_same(sql, canonical, _DEFAULT)
+
+
 def test_runs_do_not_leak_into_each_other(store: EventStore) -> None:
     """Two runs in one store: each is judged on its own events only."""
     ruleset = _ruleset({"template": "precedence", "correlate": "path",

@@ -69,8 +69,9 @@ def test_score_document_shape_and_exact_score(store: EventStore, tmp_path: Path)
     assert body["process_score"] == {"num": str(doc.process_score.numerator),
                                      "den": str(doc.process_score.denominator)}
     assert "sum(weight(r) * rule_score(r))" in body["formula"]
-    # contradicted claim (0/1, weight 3) and a claim made (1/1, weight 2)
-    assert body["patterns"]["completion_claim_accuracy"]["score"] == {"num": "2", "den": "5"}
+    # contradicted claim (0/1, weight 3) and a claim made (1/1, weight 3: finish-with-a-claim weighs as
+    # much as the heaviest claim rule, which a run that never claims escapes)
+    assert body["patterns"]["completion_claim_accuracy"]["score"] == {"num": "1", "den": "2"}
     applicable = [r for r in body["rules"] if r["fulfilled"] + r["violated"]]
     assert body["coverage"] == {"rules": 15, "rules_applicable": len(applicable),
                                 "judged_activations": sum(r["fulfilled"] + r["violated"] for r in applicable),
