@@ -14,7 +14,6 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from engine.errors import InputError, ProcgradeError, StoreError
 from engine.store import DEFAULT_DB, EventStore, open_store
 
 app = typer.Typer(
@@ -50,6 +49,8 @@ def _print_version(value: bool) -> None:
 def _main_options(
     version: Annotated[bool, typer.Option("--version", callback=_print_version, is_eager=True,
                                           help="Print the version and exit.")] = False,
+    debug: Annotated[bool, typer.Option("--debug", help="On an error, print the Python traceback too "
+                                        "(also PROCGRADE_DEBUG=1; accepted after the command as well).")] = False,
 ) -> None:
     """Event-sourced process grading for long-horizon coding-agent builds."""
 
@@ -707,17 +708,10 @@ def calibrate_command(
 
 
 def main() -> None:
-    try:
-        app()
-    except InputError as exc:
-        err.print(str(exc), markup=False)
-        sys.exit(1)
-    except StoreError as exc:
-        err.print(str(exc) if exc.located else f"procgrade: {exc}", markup=False)
-        sys.exit(1)
-    except ProcgradeError as exc:
-        err.print(f"procgrade: {exc}", markup=False)
-        sys.exit(1)
+    """The console script: errors become one line and an exit code (engine/cli_errors.py)."""
+    from engine.cli_errors import run
+
+    sys.exit(run(app))
 
 
 if __name__ == "__main__":
