@@ -57,11 +57,14 @@ def _main_options(
 
 @contextmanager
 def _store(db: str, *, create: bool = False) -> Iterator[EventStore]:
+    from engine.interrupts import deferred_interrupt
+
     store = open_store(db, create=create)
     try:
         yield store
     finally:
-        store.close()
+        with deferred_interrupt():  # a Ctrl-C now waits for the connections to close
+            store.close()
 
 
 def _fail(message: str, code: int = 1) -> None:
@@ -180,18 +183,17 @@ def export(
     db: DbOption = DEFAULT_DB,
 ) -> None:
     """Export a run as native JSONL (ingesting it elsewhere gives the same head hash)."""
+    from engine import api
     from engine.native import dump_native
 
+    if output is not None:
+        api.export(db, run_id, output)  # the path is checked first; the file is written whole
+        return
     with _store(db) as store:
         store.run(run_id)
-        lines = dump_native(store.events(run_id))
-        if output is None:
-            for line in lines:
-                sys.stdout.buffer.write(line)
-            sys.stdout.flush()
-        else:
-            with output.open("wb") as handle:
-                handle.writelines(lines)
+        for line in dump_native(store.events(run_id)):
+            sys.stdout.buffer.write(line)
+        sys.stdout.flush()
 
 
 @app.command()
@@ -215,13 +217,25 @@ def score(
     db: DbOption = DEFAULT_DB,
 ) -> None:
     """Score runs with a rule set and store the score documents (identical re-scores are no-ops)."""
-    from engine.rescoring import score_runs
+    from engine import api
+    from engine.cli_errors import on_interrupt
     from rules.loading import load_ruleset
 
     ruleset = load_ruleset(rules)
-    with _store(db) as store:
-        outcomes = score_runs(store, run_ids, ruleset)
+    stored: list[str] = []
+    with on_interrupt(lambda: _scores_stored(stored, len(set(run_ids)), "score RUN...")), _store(db) as store:
+        outcomes = api.score(store, run_ids, rules=ruleset, progress=stored.append)
     _print_scores(outcomes, ruleset.name)
+
+
+def _scores_stored(stored: list[str], total: int | None, again: str) -> str:
+    """What an interrupted score or rescore leaves: whole documents for some runs, none for the rest."""
+    of = "" if total is None else f" of {total}"
+    if total is not None and len(stored) == total:
+        return (f"all {total} runs were scored and their documents stored; re-running `procgrade {again}` "
+                "finds nothing left to do")
+    return (f"{len(stored)}{of} runs were scored and their documents stored whole (no partial score "
+            f"is ever written); re-running `procgrade {again}` scores the rest and keeps what is stored")
 
 
 def _print_scores(outcomes: list, ruleset_name: str) -> None:
@@ -250,18 +264,26 @@ def rescore(
     """Re-score stored runs; a new rule set adds scores and never replaces old ones."""
     from rich.progress import Progress
 
-    from engine.rescoring import score_runs
+    from engine import api
+    from engine.cli_errors import on_interrupt
     from rules.loading import load_ruleset
 
     if not all_runs:
-        _fail("procgrade: say which runs: --all (or use `procgrade score RUN...`)", 2)
+        _fail("procgrade rescore: say which runs: --all (or use `procgrade score RUN...`)", 2)
     ruleset = load_ruleset(rules)
-    with _store(db) as store:
-        run_ids = [info.run_id for info in store.runs()]
+    stored: list[str] = []
+    runs_held: list[int] = []
+    with on_interrupt(lambda: _scores_stored(stored, runs_held[0] if runs_held else None, "rescore --all")), \
+            _store(db) as store:
+        runs_held.append(len(store.runs()))
         with Progress(console=err, transient=True) as progress:
-            task = progress.add_task("scoring", total=len(run_ids))
-            outcomes = score_runs(store, run_ids, ruleset, workers=workers,
-                                  progress=lambda _run: progress.advance(task))
+            task = progress.add_task("scoring", total=runs_held[0])
+
+            def advance(run_id: str) -> None:
+                stored.append(run_id)
+                progress.advance(task)
+
+            outcomes = api.rescore(store, rules=ruleset, workers=workers, progress=advance)
     _print_scores(outcomes, ruleset.name)
 
 
@@ -345,14 +367,14 @@ def report(
     db: DbOption = DEFAULT_DB,
 ) -> None:
     """Write a static HTML report: comparison, calibration, charts and every run's timeline with its findings."""
-    from engine.reporting import write_report
+    from engine import api
     from rules.loading import load_ruleset
 
     ruleset = load_ruleset(rules)
-    with _store(db) as store:
-        done = write_report(store, html, ruleset=ruleset, by=by, reference=reference,
-                            candidates=tuple(candidates or ("judge", "rules")), seed=seed, allow_mixed=allow_mixed,
-                            resamples=resamples, run_pages=timelines)
+    with _store(db) as store:  # the page's path is checked before any work; the page is written whole
+        done = api.report(store, html, rules=ruleset, by=by, reference=reference,
+                          candidates=tuple(candidates or ("judge", "rules")), seed=seed, allow_mixed=allow_mixed,
+                          resamples=resamples, timelines=timelines)
     out.print(Text(str(html)))
     out.print(Text(done.summary))
 
@@ -434,12 +456,9 @@ def accept(
     db: DbOption = DEFAULT_DB,
 ) -> None:
     """Judge a workspace against a task's hidden tests and record the verdict (exit 0 only when accepted)."""
-    from oracles.acceptance import accept as accept_workspace
+    from engine import api
 
-    if not workspace.is_dir():
-        _fail(f"procgrade: the workspace {workspace} is not a folder", 2)
-    with _store(db, create=True) as store:
-        verdict = accept_workspace(store, task, workspace, run, backend, submit_file=submit_file, timeout_sec=timeout)
+    verdict = api.accept(db, task, workspace, run=run, backend=backend, submit_file=submit_file, timeout=timeout)
     result = verdict.result
     counts = ", ".join(f"{n} {label}" for n, label in ((result.passed, "passed"), (result.failed, "failed"),
                                                        (result.errored, "errored"), (result.skipped, "skipped"))
@@ -510,6 +529,7 @@ def compare_command(
         check_field(by)
     except ValueError as exc:
         _fail(f"procgrade: {exc}", 2)
+    _check_json_output(json_file)
     ruleset = load_ruleset(rules)
     with _store(db) as store:
         runs = load_runs(store, ruleset)
@@ -521,7 +541,7 @@ def compare_command(
         _fail(f"procgrade: {exc}")
     _cmp_print_comparison(result)
     if json_file is not None:
-        json_file.write_bytes(canonical_json(result.to_dict()) + b"\n")
+        _write_json(json_file, canonical_json(result.to_dict()) + b"\n")
         out.print(Text(f"wrote {json_file}"))
 
 
@@ -544,6 +564,7 @@ def outcomes_command(
         check_field(by)
     except ValueError as exc:
         _fail(f"procgrade: {exc}", 2)
+    _check_json_output(json_file)
     with _store(db) as store:
         runs = load_runs(store, None)
     if not runs:
@@ -556,8 +577,22 @@ def outcomes_command(
     if json_file is not None:
         data = {"format": OUTCOME_FORMAT, "by": by, "allow_mixed": allow_mixed, "k": k,
                 "groups": [g.to_dict(k) for g in groups]}
-        json_file.write_bytes(canonical_json(data) + b"\n")
+        _write_json(json_file, canonical_json(data) + b"\n")
         out.print(Text(f"wrote {json_file}"))
+
+
+def _check_json_output(path: Path | None) -> None:
+    """A --json FILE that cannot be written fails before the work, not after it."""
+    if path is not None:
+        from engine.output_files import check_output
+
+        check_output(path, "the JSON file")
+
+
+def _write_json(path: Path, data: bytes) -> None:
+    from engine.output_files import write_whole
+
+    write_whole(path, data)
 
 
 def _cmp_rank(rank: float | None) -> str:
@@ -699,12 +734,13 @@ def calibrate_command(
     """Calibrate automated grades (judge, rules) against human grades: agreement, kappa, error rates, ranks."""
     from engine.analysis.calibration import calibrate_store, render
 
+    _check_json_output(json_file)
     with _store(db) as store:
         result = calibrate_store(store, reference, candidate, layer=layer, by=by, rules=rules, seed=seed,
                                  bootstrap=bootstrap)
     render(result, out)
     if json_file is not None:
-        json_file.write_bytes(result.to_json())
+        _write_json(json_file, result.to_json())
 
 
 def main() -> None:

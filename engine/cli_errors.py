@@ -16,6 +16,7 @@ traceback first. A long command registers what an interruption leaves behind wit
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import sys
 import traceback
@@ -45,6 +46,10 @@ _INTERRUPTED = {
               "same command ingests them (runs already stored are skipped)",
     "grades import": "grades are appended in one transaction at the end, so nothing was written; re-run the "
                      "same command to import them",
+    "rescore": "scores are stored run by run, each document whole; re-running `procgrade rescore --all` scores "
+               "the runs still missing and keeps what is stored",
+    "score": "scores are stored run by run, each document whole; re-running the same command scores the runs "
+             "still missing and keeps what is stored",
     "report": "the page is written whole at the end, so no report was written; re-run the command to write it",
     "accept": "the check is recorded in one transaction after the judge finishes, so nothing was recorded; "
               "re-run the command to judge the workspace",
@@ -162,6 +167,10 @@ def run(app: typer.Typer, args: Sequence[str] | None = None) -> int:
     from engine.cli_help import readable_help
 
     argv, debug = _split_debug(sys.argv[1:] if args is None else list(args))
+    if not debug:
+        # Libraries log what they then raise (SQLAlchemy: "Exception closing connection" with a traceback);
+        # the one line below says it. --debug keeps their logs.
+        logging.getLogger("sqlalchemy").addHandler(logging.NullHandler())
     command = typer.main.get_command(app)
     readable_help(command)
     command_path = _invoked_path(command, argv)

@@ -10,6 +10,7 @@ stored rule set and compares bytes.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
+import contextlib
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from fractions import Fraction
@@ -20,6 +21,7 @@ import orjson
 from engine.canonical import canonical_json
 from engine.errors import ProcgradeError
 from engine.facts import EXTRACTOR_VERSION
+from engine.interrupts import deferred_interrupt, interrupts_blocked, worker_ignores_interrupts
 from engine.scoring import ScoreDocument, score_document, score_run
 from engine.store import EventStore, open_store
 from engine.store.scores import ScoreStore, StoredScore
@@ -82,14 +84,17 @@ def score_runs(
     for run_id in ordered:
         store.run(run_id)  # unknown runs fail before any work
     outcomes: list[ScoreOutcome] = []
-    for document in _documents(store, ordered, ruleset, digest, body, workers):
-        written = scores.append_score(StoredScore(
-            document.run_id, document.ruleset_hash, document.engine_version, document.run_head_hash,
-            document.run_event_count, _score_text(document), document.canonical.decode(), document.sha256,
-        ))
-        outcomes.append(ScoreOutcome(document, written))
-        if progress is not None:
-            progress(document.run_id)
+    with contextlib.closing(_documents(store, ordered, ruleset, digest, body, workers)) as documents:
+        for document in documents:
+            # A Ctrl-C waits for the commit and its report: "N stored" is then exact.
+            with deferred_interrupt():
+                written = scores.append_score(StoredScore(
+                    document.run_id, document.ruleset_hash, document.engine_version, document.run_head_hash,
+                    document.run_event_count, _score_text(document), document.canonical.decode(), document.sha256,
+                ))
+                outcomes.append(ScoreOutcome(document, written))
+                if progress is not None:
+                    progress(document.run_id)
     return outcomes
 
 
@@ -106,12 +111,22 @@ def _documents(store: EventStore, run_ids: list[str], ruleset: RuleSet, digest: 
         return
     url = store.engine.url.render_as_string(hide_password=False)
     chunks = _chunks(run_ids, workers)
-    with ProcessPoolExecutor(max_workers=workers) as pool:
+    # Workers ignore Ctrl-C (born with it blocked, then ignoring it): the driver alone stops the pool.
+    with interrupts_blocked():
+        pool = ProcessPoolExecutor(max_workers=workers, initializer=worker_ignores_interrupts)
         futures = [pool.submit(_score_chunk, url, body, chunk) for chunk in chunks]
+    try:
         # Results come back in submission order: run order, whatever the worker count.
         for future in futures:
             for fields in future.result():
                 yield _document_from(fields, ruleset, digest)
+    except BaseException:  # interrupted or failed: drop queued chunks, stop the workers (they only read)
+        processes = list((getattr(pool, "_processes", None) or {}).values())  # shutdown forgets them
+        pool.shutdown(wait=False, cancel_futures=True)
+        for process in processes:
+            process.terminate()
+        raise
+    pool.shutdown()
 
 
 def _chunks(run_ids: list[str], workers: int) -> list[list[str]]:
