@@ -58,6 +58,7 @@ _DEFAULT_INTERRUPTED = ("every write is one transaction, so nothing partial was 
                         "to finish")
 
 _notes: list[Callable[[], str]] = []
+_said: list[str] = []
 
 
 @contextlib.contextmanager
@@ -66,6 +67,11 @@ def on_interrupt(note: Callable[[], str]) -> Iterator[None]:
     _notes.append(note)
     try:
         yield
+    except KeyboardInterrupt:
+        _said.append(note())  # what was stored when the interrupt passed through
+        raise
+    else:
+        _said.append(note())  # still true if the interrupt comes later, while the command prints
     finally:
         _notes.remove(note)
 
@@ -131,7 +137,9 @@ def _mixed_settings(exc: BaseException) -> str | None:
 
 
 def _interrupted(command_path: str) -> str:
-    if _notes:
+    if _said:
+        note = _said[-1]
+    elif _notes:
         note = _notes[-1]()
     else:
         name = command_path.removeprefix(PROG).strip()

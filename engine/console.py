@@ -7,6 +7,7 @@ module imports nothing heavy itself, so it is loaded before the interrupt can co
 
 from __future__ import annotations
 
+import signal
 import sys
 
 __all__ = ["main"]
@@ -19,7 +20,10 @@ def main() -> None:
     except KeyboardInterrupt:
         print("procgrade: interrupted while starting: nothing was done", file=sys.stderr, flush=True)
         sys.exit(130)
-    sys.exit(run(app))
+    code = run(app)
+    # Done: a Ctrl-C during the interpreter's own shutdown (closing pools, flushing) changes nothing now.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    sys.exit(code)
 
 
 if __name__ == "__main__":

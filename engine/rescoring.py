@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 import contextlib
-from concurrent.futures import ProcessPoolExecutor
+import multiprocessing
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
@@ -110,23 +110,26 @@ def _documents(store: EventStore, run_ids: list[str], ruleset: RuleSet, digest: 
             yield compute_score(store, ruleset, run_id, digest=digest)
         return
     url = store.engine.url.render_as_string(hide_password=False)
-    chunks = _chunks(run_ids, workers)
-    # Workers ignore Ctrl-C (born with it blocked, then ignoring it): the driver alone stops the pool.
+    tasks = [(url, body, chunk) for chunk in _chunks(run_ids, workers)]
+    # Workers ignore Ctrl-C (born with it blocked, then ignoring it): the driver alone answers it, by
+    # terminating the pool (workers only read, so stopping them loses nothing).
     with interrupts_blocked():
-        pool = ProcessPoolExecutor(max_workers=workers, initializer=worker_ignores_interrupts)
-        futures = [pool.submit(_score_chunk, url, body, chunk) for chunk in chunks]
+        pool = multiprocessing.Pool(workers, initializer=worker_ignores_interrupts)
     try:
-        # Results come back in submission order: run order, whatever the worker count.
-        for future in futures:
-            for fields in future.result():
+        # imap keeps submission order: results come in run order, whatever the worker count.
+        for fields_list in pool.imap(_score_task, tasks):
+            for fields in fields_list:
                 yield _document_from(fields, ruleset, digest)
-    except BaseException:  # interrupted or failed: drop queued chunks, stop the workers (they only read)
-        processes = list((getattr(pool, "_processes", None) or {}).values())  # shutdown forgets them
-        pool.shutdown(wait=False, cancel_futures=True)
-        for process in processes:
-            process.terminate()
+    except BaseException:
+        pool.terminate()
+        pool.join()
         raise
-    pool.shutdown()
+    pool.close()
+    pool.join()
+
+
+def _score_task(task: tuple[str, str, list[str]]) -> list[tuple[Any, ...]]:
+    return _score_chunk(*task)
 
 
 def _chunks(run_ids: list[str], workers: int) -> list[list[str]]:
