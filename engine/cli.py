@@ -521,7 +521,6 @@ def compare_command(
     """Process score against outcome per group: both rankings, Spearman and Kendall tau-b, and the rank flips."""
     from engine.analysis.comparison import check_field, compare
     from engine.analysis.dataset import load_runs
-    from engine.analysis.outcome_metrics import MixedSettingsError
     from engine.canonical import canonical_json
     from rules.loading import load_ruleset
 
@@ -535,10 +534,8 @@ def compare_command(
         runs = load_runs(store, ruleset)
     if not runs:
         _fail("procgrade: no runs in the store")
-    try:
-        result = compare(runs, by, allow_mixed=allow_mixed, seed=seed, n_resamples=resamples, ruleset=ruleset)
-    except MixedSettingsError as exc:
-        _fail(f"procgrade: {exc}")
+    # runs whose settings differ within a group: MixedGroupSettingsError, one line by engine/cli_errors.py
+    result = compare(runs, by, allow_mixed=allow_mixed, seed=seed, n_resamples=resamples, ruleset=ruleset)
     _cmp_print_comparison(result)
     if json_file is not None:
         _write_json(json_file, canonical_json(result.to_dict()) + b"\n")
@@ -557,7 +554,6 @@ def outcomes_command(
     """Outcome metrics per group: pass@1, plan pass rate (95% intervals, ViBench 2.0), pass^k, cost and time."""
     from engine.analysis.comparison import OUTCOME_FORMAT, check_field, group_outcomes
     from engine.analysis.dataset import load_runs
-    from engine.analysis.outcome_metrics import MixedSettingsError
     from engine.canonical import canonical_json
 
     try:
@@ -569,10 +565,7 @@ def outcomes_command(
         runs = load_runs(store, None)
     if not runs:
         _fail("procgrade: no runs in the store")
-    try:
-        groups = group_outcomes(runs, by, allow_mixed=allow_mixed)
-    except MixedSettingsError as exc:
-        _fail(f"procgrade: {exc}")
+    groups = group_outcomes(runs, by, allow_mixed=allow_mixed)  # mixed settings: see compare_command
     _cmp_print_outcomes(groups, by, k)
     if json_file is not None:
         data = {"format": OUTCOME_FORMAT, "by": by, "allow_mixed": allow_mixed, "k": k,

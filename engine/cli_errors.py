@@ -131,9 +131,10 @@ def _mixed_settings(exc: BaseException) -> str | None:
         return None
     keys = sorted({key for differences in groups.values() for key in differences})
     names = ", ".join(sorted(groups)[:3]) + (f" and {len(groups) - 3} more" if len(groups) > 3 else "")
-    return (f"{PROG}: runs grouped by {getattr(exc, 'by', '?')} differ in settings within {len(groups)} group(s) "
-            f"({names}: {', '.join(keys)}), so their scores are not pooled: add --allow-mixed to pool them "
-            "(the output then lists which settings differ), or group by a field that separates them")
+    shown = ", ".join(keys[:4]) + (f" and {len(keys) - 4} more" if len(keys) > 4 else "")
+    return (f"{PROG}: runs of one {getattr(exc, 'by', '?')} group differ in settings ({shown}) in {len(groups)} "
+            f"group(s) ({names}), so they are not pooled: add --allow-mixed to pool them anyway (the output then "
+            "lists which settings differ per group), or group --by a field that separates them")
 
 
 def _interrupted(command_path: str) -> str:
