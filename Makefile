@@ -43,7 +43,17 @@ demo: $(VENV)/.installed-analysis
 	$(BIN)/procgrade calibrate --db $(DEMO_DB) --reference human --candidate judge --layer requirement --by harness
 	$(BIN)/procgrade calibrate --db $(DEMO_DB) --reference human --candidate rules --layer check
 	$(BIN)/procgrade report --db $(DEMO_DB) --html $(DEMO_REPORT) --allow-mixed --resamples 1999
-	@echo "demo done: database $(DEMO_DB), report $(abspath $(DEMO_REPORT))"
+	@echo
+	@echo "demo done. What it did, on the SQLite database $(DEMO_DB):"
+	@echo "  ingested procgrade's example run, the arena runs and the bundled real harness logs (tests/fixtures/imports),"
+	@echo "  imported an arena grade sheet and the DevAI human and judge grades, judged tasks/verrange's reference"
+	@echo "  workspace with the hidden-test oracle, scored every run and verified the scores byte for byte, compared"
+	@echo "  process with outcome by model, calibrated the judge and the rules against the human grades."
+	@echo "Where to look:"
+	@echo "  the report:   $(abspath $(DEMO_REPORT))  (open it in a browser; it fetches nothing)"
+	@echo "  the runs:     $(BIN)/procgrade runs --db $(DEMO_DB)"
+	@echo "  one run:      $(BIN)/procgrade explain --db $(DEMO_DB) arena/gguf-swift/model-c"
+	@echo "  more:         README.md, Usage (every line there runs on this database)"
 
 test: $(VENV)/.installed-dev
 	$(BIN)/python -m pytest -q
@@ -58,4 +68,4 @@ bench-import: $(VENV)/.installed-dev
 	$(BIN)/python bench/imports.py
 
 clean:
-	rm -rf $(VENV) procgrade.db procgrade.db-wal procgrade.db-shm procgrade-report.html .pytest_cache .hypothesis
+	rm -rf $(VENV) procgrade.db procgrade.db-wal procgrade.db-shm procgrade-report.html .pytest_cache .hypothesis build dist
