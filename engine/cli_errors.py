@@ -25,7 +25,7 @@ from typing import Any
 
 import typer
 
-from engine.errors import InputError, MissingExtraError, ProcgradeError, StoreError
+from engine.errors import InputError, MissingExtraError, ProcgradeError, StoreError, UnknownRunError
 
 __all__ = ["EXIT_OK", "EXIT_USER", "EXIT_USAGE", "EXIT_INTERRUPTED", "run", "describe", "on_interrupt",
            "EXTRAS"]
@@ -95,6 +95,8 @@ def describe(exc: BaseException) -> tuple[str, int] | None:
     """The one line and exit code for an exception a user can act on; None for a bug."""
     if isinstance(exc, InputError):
         return _one_line(str(exc)), EXIT_USER
+    if isinstance(exc, UnknownRunError) and not exc.located:
+        return f"{PROG}: {_one_line(str(exc))}: `procgrade runs` lists the stored runs", EXIT_USER
     if isinstance(exc, StoreError):
         return _one_line(str(exc) if exc.located else f"{PROG}: {exc}"), EXIT_USER
     mixed = _mixed_settings(exc)
