@@ -368,13 +368,19 @@ def report(
 ) -> None:
     """Write a static HTML report: comparison, calibration, charts and every run's timeline with its findings."""
     from engine import api
+    from engine.cli_errors import on_interrupt
     from rules.loading import load_ruleset
 
     ruleset = load_ruleset(rules)
-    with _store(db) as store:  # the page's path is checked before any work; the page is written whole
+    written: list[Path] = []
+    note = (lambda: f"the report was already written whole to {html}" if written else
+            "the page is written whole at the end, so no report was written; re-run the command to write it")
+    # the page's path is checked before any work; the page is written whole
+    with on_interrupt(note), _store(db) as store:
         done = api.report(store, html, rules=ruleset, by=by, reference=reference,
                           candidates=tuple(candidates or ("judge", "rules")), seed=seed, allow_mixed=allow_mixed,
                           resamples=resamples, timelines=timelines)
+        written.append(html)
     out.print(Text(str(html)))
     out.print(Text(done.summary))
 
