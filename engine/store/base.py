@@ -78,8 +78,8 @@ class AppendResult:
 
     @property
     def no_op(self) -> bool:
-        """Nothing changed: no event appended and the run not sealed by this call."""
-        return self.appended == 0 and not self.sealed_now
+        """No event appended (``sealed_now`` says whether the call sealed the run all the same)."""
+        return self.appended == 0
 
 
 class EventStore:
