@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from sqlalchemy import Engine, create_engine
+from sqlalchemy.engine import make_url
 
 from engine.errors import UnknownRunError
 from engine.facts import FACT_COLUMNS
@@ -24,7 +25,10 @@ _COPY_THRESHOLD = 100
 
 
 def postgres_engine(url: str) -> Engine:
-    return create_engine(url, pool_pre_ping=True)
+    # An unreachable host fails within seconds, not after the system's TCP timeout (minutes), unless
+    # the URL sets its own connect_timeout.
+    options = {} if "connect_timeout" in make_url(url).query else {"connect_args": {"connect_timeout": 10}}
+    return create_engine(url, pool_pre_ping=True, **options)
 
 
 class PostgresEventStore(EventStore):
