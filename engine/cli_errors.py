@@ -18,7 +18,9 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import signal
 import sys
+import threading
 import traceback
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
@@ -185,6 +187,7 @@ def run(app: typer.Typer, args: Sequence[str] | None = None) -> int:
     command = typer.main.get_command(app)
     readable_help(command)
     command_path = _invoked_path(command, argv)
+    _watch_interrupts()
     try:
         with command.make_context(PROG, argv) as ctx:
             command.invoke(ctx)
@@ -200,7 +203,7 @@ def run(app: typer.Typer, args: Sequence[str] | None = None) -> int:
             sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - interpreter shutdown flushes it
         return EXIT_USER
     except BaseException as exc:  # noqa: BLE001 - this is the one place that maps every exception
-        return _ended_by(exc, debug)
+        return _ended_by(exc, debug, command_path)
 
 
 def _invoked_path(command: Any, argv: Sequence[str]) -> str:
@@ -217,7 +220,25 @@ def _invoked_path(command: Any, argv: Sequence[str]) -> str:
     return " ".join(path)
 
 
-def _ended_by(exc: BaseException, debug: bool) -> int:
+_interrupt_seen: list[bool] = []
+
+
+def _watch_interrupts() -> None:
+    """Ctrl-C raises KeyboardInterrupt as usual, and is remembered: a library may turn it into an error
+    of its own (pydantic does, when the interrupt lands while it builds a model), which is then
+    reported as the interruption it is."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+
+    def interrupted(signum: int, frame: Any) -> None:
+        _interrupt_seen.append(True)
+        raise KeyboardInterrupt
+
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        signal.signal(signal.SIGINT, interrupted)
+
+
+def _ended_by(exc: BaseException, debug: bool, command_path: str = PROG) -> int:
     exit_code = getattr(exc, "exit_code", None)
     if isinstance(exc, (typer.Exit, SystemExit)) or type(exc).__name__ == "Exit":
         code = exit_code if exit_code is not None else getattr(exc, "code", 0)
@@ -230,6 +251,9 @@ def _ended_by(exc: BaseException, debug: bool) -> int:
         return exit_code if isinstance(exit_code, int) else EXIT_USAGE
     if debug:
         traceback.print_exc()
+    if _interrupt_seen:
+        _say(_interrupted(command_path))
+        return EXIT_INTERRUPTED
     known = describe(exc)
     if known is not None:
         line, code = known
