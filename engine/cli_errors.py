@@ -18,9 +18,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import signal
 import sys
-import threading
 import traceback
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
@@ -28,6 +26,7 @@ from typing import Any
 import typer
 
 from engine.errors import InputError, MissingExtraError, ProcgradeError, StoreError, UnknownRunError
+from engine.interrupts import interrupt_seen, watch_interrupts
 
 __all__ = ["EXIT_OK", "EXIT_USER", "EXIT_USAGE", "EXIT_INTERRUPTED", "run", "describe", "on_interrupt",
            "EXTRAS"]
@@ -179,16 +178,17 @@ def run(app: typer.Typer, args: Sequence[str] | None = None) -> int:
     """Run ``app`` as the ``procgrade`` command; return the exit code (never raise)."""
     from engine.cli_help import readable_help
 
+    watch_interrupts()
     argv, debug = _split_debug(sys.argv[1:] if args is None else list(args))
     if not debug:
         # Libraries log what they then raise (SQLAlchemy: "Exception closing connection" with a traceback);
         # the one line below says it. --debug keeps their logs.
         logging.getLogger("sqlalchemy").addHandler(logging.NullHandler())
-    command = typer.main.get_command(app)
-    readable_help(command)
-    command_path = _invoked_path(command, argv)
-    _watch_interrupts()
+    command_path = PROG
     try:
+        command = typer.main.get_command(app)
+        readable_help(command)
+        command_path = _invoked_path(command, argv)
         with command.make_context(PROG, argv) as ctx:
             command.invoke(ctx)
         return EXIT_OK
@@ -220,24 +220,6 @@ def _invoked_path(command: Any, argv: Sequence[str]) -> str:
     return " ".join(path)
 
 
-_interrupt_seen: list[bool] = []
-
-
-def _watch_interrupts() -> None:
-    """Ctrl-C raises KeyboardInterrupt as usual, and is remembered: a library may turn it into an error
-    of its own (pydantic does, when the interrupt lands while it builds a model), which is then
-    reported as the interruption it is."""
-    if threading.current_thread() is not threading.main_thread():
-        return
-
-    def interrupted(signum: int, frame: Any) -> None:
-        _interrupt_seen.append(True)
-        raise KeyboardInterrupt
-
-    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
-        signal.signal(signal.SIGINT, interrupted)
-
-
 def _ended_by(exc: BaseException, debug: bool, command_path: str = PROG) -> int:
     exit_code = getattr(exc, "exit_code", None)
     if isinstance(exc, (typer.Exit, SystemExit)) or type(exc).__name__ == "Exit":
@@ -251,7 +233,7 @@ def _ended_by(exc: BaseException, debug: bool, command_path: str = PROG) -> int:
         return exit_code if isinstance(exit_code, int) else EXIT_USAGE
     if debug:
         traceback.print_exc()
-    if _interrupt_seen:
+    if interrupt_seen():
         _say(_interrupted(command_path))
         return EXIT_INTERRUPTED
     known = describe(exc)

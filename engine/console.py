@@ -14,10 +14,15 @@ __all__ = ["main"]
 
 
 def main() -> None:
+    from engine.interrupts import interrupt_seen, watch_interrupts
+
+    watch_interrupts()
     try:
         from engine.cli import app
         from engine.cli_errors import run
-    except KeyboardInterrupt:
+    except BaseException as exc:  # an interrupt, or what a library made of it (pydantic: SchemaError)
+        if not (isinstance(exc, KeyboardInterrupt) or interrupt_seen()):
+            raise
         print("procgrade: interrupted while starting: nothing was done", file=sys.stderr, flush=True)
         sys.exit(130)
     code = run(app)

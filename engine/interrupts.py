@@ -20,7 +20,29 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
-__all__ = ["deferred_interrupt", "interrupts_blocked", "worker_ignores_interrupts"]
+__all__ = ["deferred_interrupt", "interrupts_blocked", "worker_ignores_interrupts", "watch_interrupts",
+           "interrupt_seen"]
+
+_seen: list[bool] = []
+
+
+def _remembered(signum: int, frame: Any) -> None:
+    _seen.append(True)
+    raise KeyboardInterrupt
+
+
+def watch_interrupts() -> None:
+    """Ctrl-C raises KeyboardInterrupt as usual, and is remembered: a library may turn it into an error
+    of its own (pydantic does, when the interrupt lands while it builds a model), which the command
+    line then reports as the interruption it is (:func:`interrupt_seen`). Leaves a handler someone
+    else installed (or SIG_IGN, as a shell gives background jobs) alone."""
+    if _main_thread() and signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        signal.signal(signal.SIGINT, _remembered)
+
+
+def interrupt_seen() -> bool:
+    """True once Ctrl-C reached this process (after :func:`watch_interrupts`)."""
+    return bool(_seen)
 
 
 def _main_thread() -> bool:
