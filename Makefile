@@ -56,8 +56,20 @@ demo: $(VENV)/.installed-analysis
 	$(BIN)/procgrade calibrate --db $(DEMO_DB) --reference human --candidate judge --layer requirement --by harness
 	$(BIN)/procgrade calibrate --db $(DEMO_DB) --reference human --candidate rules --layer check
 	$(BIN)/procgrade report --db $(DEMO_DB) --html $(DEMO_REPORT) --allow-mixed --resamples 1999
-	@echo "demo done: Terminal-Bench sample in $(DEMO_TB_DB), report $(abspath $(DEMO_TB_REPORT));"
-	@echo "           everything in $(DEMO_DB), report $(abspath $(DEMO_REPORT))"
+	@echo
+	@echo "demo done. What it did, on the SQLite database $(DEMO_DB):"
+	@echo "  ingested procgrade's example run, the arena runs and the bundled real harness logs (tests/fixtures/imports),"
+	@echo "  imported an arena grade sheet and the DevAI human and judge grades, judged tasks/verrange's reference"
+	@echo "  workspace with the hidden-test oracle, scored every run and verified the scores byte for byte, compared"
+	@echo "  process with outcome by model, calibrated the judge and the rules against the human grades."
+	@echo "  First, on its own database $(DEMO_TB_DB): the Terminal-Bench sample (4 systems x 15 tasks, the agents'"
+	@echo "  actions recovered from the casts), process vs outcome per system and the rule-outcome association."
+	@echo "Where to look:"
+	@echo "  the reports:  $(abspath $(DEMO_TB_REPORT)) (Terminal-Bench) and $(abspath $(DEMO_REPORT))"
+	@echo "                (open them in a browser; they fetch nothing)"
+	@echo "  the runs:     $(BIN)/procgrade runs --db $(DEMO_DB)"
+	@echo "  one run:      $(BIN)/procgrade explain --db $(DEMO_DB) arena/gguf-swift/model-c"
+	@echo "  more:         README.md, Usage (every line there runs on this database)"
 
 test: $(VENV)/.installed-dev
 	$(BIN)/python -m pytest -q
@@ -76,4 +88,4 @@ bench-huge-run: $(VENV)/.installed-dev
 
 clean:
 	rm -rf $(VENV) procgrade.db procgrade.db-wal procgrade.db-shm procgrade-report.html .pytest_cache .hypothesis \
-		procgrade-tb.db procgrade-tb.db-wal procgrade-tb.db-shm procgrade-tb-report.html
+		procgrade-tb.db procgrade-tb.db-wal procgrade-tb.db-shm procgrade-tb-report.html build dist

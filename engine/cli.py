@@ -55,19 +55,23 @@ def _print_version(value: bool) -> None:
 def _main_options(
     version: Annotated[bool, typer.Option("--version", callback=_print_version, is_eager=True,
                                           help="Print the version and exit.")] = False,
+    debug: Annotated[bool, typer.Option("--debug", help="On an error, print the Python traceback too "
+                                        "(also PROCGRADE_DEBUG=1; accepted after the command as well).")] = False,
 ) -> None:
     """Event-sourced process grading for long-horizon coding-agent builds."""
 
 
 @contextmanager
 def _store(db: str, *, create: bool = False) -> Iterator[EventStore]:
+    from engine.interrupts import deferred_interrupt
     from engine.store import open_store
 
     store = open_store(db, create=create)
     try:
         yield store
     finally:
-        store.close()
+        with deferred_interrupt():  # a Ctrl-C now waits for the connections to close
+            store.close()
 
 
 def _fail(message: str, code: int = 1) -> None:
@@ -206,18 +210,17 @@ def export(
     db: DbOption = DEFAULT_DB,
 ) -> None:
     """Export a run as native JSONL (ingesting it elsewhere gives the same head hash)."""
+    from engine import api
     from engine.native import dump_native
 
+    if output is not None:
+        api.export(db, run_id, output)  # the path is checked first; the file is written whole
+        return
     with _store(db) as store:
         store.run(run_id)
-        lines = dump_native(store.events(run_id))
-        if output is None:
-            for line in lines:
-                sys.stdout.buffer.write(line)
-            sys.stdout.flush()
-        else:
-            with output.open("wb") as handle:
-                handle.writelines(lines)
+        for line in dump_native(store.events(run_id)):
+            sys.stdout.buffer.write(line)
+        sys.stdout.flush()
 
 
 ReceiptsOption = Annotated[Path, typer.Option("--receipts", help="The receipts log: a folder of signed, "
@@ -282,13 +285,25 @@ def score(
     db: DbOption = DEFAULT_DB,
 ) -> None:
     """Score runs with a rule set and store the score documents (identical re-scores are no-ops)."""
-    from engine.rescoring import score_runs
+    from engine import api
+    from engine.cli_errors import on_interrupt
     from rules.loading import load_ruleset
 
     ruleset = load_ruleset(rules)
-    with _store(db) as store:
-        outcomes = score_runs(store, run_ids, ruleset)
+    stored: list[str] = []
+    with on_interrupt(lambda: _scores_stored(stored, len(set(run_ids)), "score RUN...")), _store(db) as store:
+        outcomes = api.score(store, run_ids, rules=ruleset, progress=stored.append)
     _print_scores(outcomes, ruleset.name)
+
+
+def _scores_stored(stored: list[str], total: int | None, again: str) -> str:
+    """What an interrupted score or rescore leaves: whole documents for some runs, none for the rest."""
+    of = "" if total is None else f" of {total}"
+    if total is not None and len(stored) == total:
+        return (f"all {total} runs were scored and their documents stored; re-running `procgrade {again}` "
+                "finds nothing left to do")
+    return (f"{len(stored)}{of} runs were scored and their documents stored whole (no partial score "
+            f"is ever written); re-running `procgrade {again}` scores the rest and keeps what is stored")
 
 
 def _print_scores(outcomes: list, ruleset_name: str) -> None:
@@ -318,18 +333,26 @@ def rescore(
     """Re-score stored runs; a new rule set adds scores and never replaces old ones."""
     from rich.progress import Progress
 
-    from engine.rescoring import score_runs
+    from engine import api
+    from engine.cli_errors import on_interrupt
     from rules.loading import load_ruleset
 
     if not all_runs:
-        _fail("procgrade: say which runs: --all (or use `procgrade score RUN...`)", 2)
+        _fail("procgrade rescore: say which runs: --all (or use `procgrade score RUN...`)", 2)
     ruleset = load_ruleset(rules)
-    with _store(db) as store:
-        run_ids = [info.run_id for info in store.runs()]
+    stored: list[str] = []
+    runs_held: list[int] = []
+    with on_interrupt(lambda: _scores_stored(stored, runs_held[0] if runs_held else None, "rescore --all")), \
+            _store(db) as store:
+        runs_held.append(len(store.runs()))
         with Progress(console=err, transient=True) as progress:
-            task = progress.add_task("scoring", total=len(run_ids))
-            outcomes = score_runs(store, run_ids, ruleset, workers=workers,
-                                  progress=lambda _run: progress.advance(task))
+            task = progress.add_task("scoring", total=runs_held[0])
+
+            def advance(run_id: str) -> None:
+                stored.append(run_id)
+                progress.advance(task)
+
+            outcomes = api.rescore(store, rules=ruleset, workers=workers, progress=advance)
     _print_scores(outcomes, ruleset.name)
 
 
@@ -441,15 +464,22 @@ def report(
     db: DbOption = DEFAULT_DB,
 ) -> None:
     """Write a static HTML report: comparison, calibration, charts and every run's timeline with its findings."""
-    from engine.reporting import write_report
+    from engine import api
+    from engine.cli_errors import on_interrupt
     from rules.loading import load_ruleset
 
     threshold, identity = _analysis_filters(min_coverage, aliases)
     ruleset = load_ruleset(rules)
-    with _store(db) as store:
-        done = write_report(store, html, ruleset=ruleset, by=by, reference=reference,
-                            candidates=tuple(candidates or ("judge", "rules")), seed=seed, allow_mixed=allow_mixed,
-                            resamples=resamples, run_pages=timelines, min_coverage=threshold, identity=identity)
+    written: list[Path] = []
+    note = (lambda: f"the report was already written whole to {html}" if written else
+            "the page is written whole at the end, so no report was written; re-run the command to write it")
+    # the page's path is checked before any work; the page is written whole
+    with on_interrupt(note), _store(db) as store:
+        done = api.report(store, html, rules=ruleset, by=by, reference=reference,
+                          candidates=tuple(candidates or ("judge", "rules")), seed=seed, allow_mixed=allow_mixed,
+                          resamples=resamples, timelines=timelines, min_coverage=threshold,
+                          identity=identity)
+        written.append(html)
     out.print(Text(str(html)))
     out.print(Text(done.summary))
 
@@ -566,14 +596,10 @@ def accept(
     db: DbOption = DEFAULT_DB,
 ) -> None:
     """Judge a workspace against a task's hidden tests and record the verdict (exit 0 only when accepted)."""
-    from oracles.acceptance import accept as accept_workspace, make_sandbox
+    from engine import api
 
-    if not workspace.is_dir():
-        _fail(f"procgrade: the workspace {workspace} is not a folder", 2)
-    sandbox = make_sandbox(backend, python=python, image=image, packages=with_package or ())
-    with _store(db, create=True) as store:
-        verdict = accept_workspace(store, task, workspace, run, backend, submit_file=submit_file, timeout_sec=timeout,
-                                   sandbox=sandbox)
+    verdict = api.accept(db, task, workspace, run=run, backend=backend, submit_file=submit_file, timeout=timeout,
+                         python=python, image=image, packages=with_package or ())
     result = verdict.result
     counts = ", ".join(f"{n} {label}" for n, label in ((result.passed, "passed"), (result.failed, "failed"),
                                                        (result.errored, "errored"), (result.skipped, "skipped"))
@@ -684,7 +710,6 @@ def compare_command(
     """Process score against outcome per group: both rankings, Spearman and Kendall tau-b, and the rank flips."""
     from engine.analysis.comparison import check_field, compare
     from engine.analysis.dataset import load_runs
-    from engine.analysis.outcome_metrics import MixedSettingsError
     from engine.canonical import canonical_json
     from rules.loading import load_ruleset
 
@@ -693,19 +718,18 @@ def compare_command(
     except ValueError as exc:
         _fail(f"procgrade: {exc}", 2)
     threshold, identity = _analysis_filters(min_coverage, aliases)
+    _check_json_output(json_file)
     ruleset = load_ruleset(rules)
     with _store(db) as store:
         runs = load_runs(store, ruleset)
     if not runs:
         _fail("procgrade: no runs in the store")
-    try:
-        result = compare(runs, by, allow_mixed=allow_mixed, seed=seed, n_resamples=resamples, ruleset=ruleset,
-                         min_coverage=threshold, identity=identity)
-    except MixedSettingsError as exc:
-        _fail(f"procgrade: {exc}")
+    # runs whose settings differ within a group: MixedGroupSettingsError, one line by engine/cli_errors.py
+    result = compare(runs, by, allow_mixed=allow_mixed, seed=seed, n_resamples=resamples, ruleset=ruleset,
+                     min_coverage=threshold, identity=identity)
     _cmp_print_comparison(result)
     if json_file is not None:
-        json_file.write_bytes(canonical_json(result.to_dict()) + b"\n")
+        _write_json(json_file, canonical_json(result.to_dict()) + b"\n")
         out.print(Text(f"wrote {json_file}"))
 
 
@@ -757,21 +781,18 @@ def outcomes_command(
     """Outcome metrics per group: pass@1, plan pass rate (95% intervals, ViBench 2.0), pass^k, cost and time."""
     from engine.analysis.comparison import OUTCOME_FORMAT, check_field, group_outcomes
     from engine.analysis.dataset import load_runs
-    from engine.analysis.outcome_metrics import MixedSettingsError
     from engine.canonical import canonical_json
 
     try:
         check_field(by)
     except ValueError as exc:
         _fail(f"procgrade: {exc}", 2)
+    _check_json_output(json_file)
     with _store(db) as store:
         runs = load_runs(store, None)
     if not runs:
         _fail("procgrade: no runs in the store")
-    try:
-        groups = group_outcomes(runs, by, allow_mixed=allow_mixed)
-    except MixedSettingsError as exc:
-        _fail(f"procgrade: {exc}")
+    groups = group_outcomes(runs, by, allow_mixed=allow_mixed)  # mixed settings: see compare_command
     _cmp_print_outcomes(groups, by, k)
     from engine.analysis.comparison import runs_text
     from engine.analysis.dataset import group_key
@@ -782,8 +803,22 @@ def outcomes_command(
     if json_file is not None:
         data = {"format": OUTCOME_FORMAT, "by": by, "allow_mixed": allow_mixed, "k": k,
                 "groups": [g.to_dict(k) for g in groups]}
-        json_file.write_bytes(canonical_json(data) + b"\n")
+        _write_json(json_file, canonical_json(data) + b"\n")
         out.print(Text(f"wrote {json_file}"))
+
+
+def _check_json_output(path: Path | None) -> None:
+    """A --json FILE that cannot be written fails before the work, not after it."""
+    if path is not None:
+        from engine.output_files import check_output
+
+        check_output(path, "the JSON file")
+
+
+def _write_json(path: Path, data: bytes) -> None:
+    from engine.output_files import write_whole
+
+    write_whole(path, data)
 
 
 def _cmp_rank(rank: float | None) -> str:
@@ -952,13 +987,14 @@ def calibrate_command(
     from engine.analysis.calibration import calibrate_store, render
 
     threshold, identity = _analysis_filters(min_coverage, aliases)
+    _check_json_output(json_file)
     with _store(db) as store:
         result = calibrate_store(store, reference, candidate, layer=layer, by=by, rules=rules, seed=seed,
                                  items=item, pool_items=pool_items,
                                  bootstrap=bootstrap, min_coverage=threshold, identity=identity)
     render(result, out)
     if json_file is not None:
-        json_file.write_bytes(result.to_json())
+        _write_json(json_file, result.to_json())
 
 
 @app.command("grade-browser")
@@ -1004,17 +1040,10 @@ app.add_typer(judge_app, name="judge")
 
 
 def main() -> None:
-    try:
-        app()
-    except InputError as exc:
-        err.print(str(exc), markup=False)
-        sys.exit(1)
-    except StoreError as exc:
-        err.print(str(exc) if exc.located else f"procgrade: {exc}", markup=False)
-        sys.exit(1)
-    except ProcgradeError as exc:
-        err.print(f"procgrade: {exc}", markup=False)
-        sys.exit(1)
+    """The console script: errors become one line and an exit code (engine/cli_errors.py)."""
+    from engine.cli_errors import run
+
+    sys.exit(run(app))
 
 
 if __name__ == "__main__":

@@ -13,6 +13,9 @@ __all__ = [
     "RunSealedError",
     "UnknownRunError",
     "ScoreDriftError",
+    "DatabaseUnavailableError",
+    "MissingExtraError",
+    "OutputPathError",
 ]
 
 
@@ -66,3 +69,21 @@ class UnknownRunError(StoreError):
 
 class ScoreDriftError(ConflictError):
     """A recomputed score document differs from the stored one for the same inputs."""
+
+
+class DatabaseUnavailableError(StoreError):
+    """The database URL is malformed, names no usable database, or the server cannot be reached:
+    fix ``--db`` (or ``$PROCGRADE_DB``), start the server, or create the database."""
+
+
+class MissingExtraError(ProcgradeError):
+    """A feature needs an optional extra that is not installed; the message names the ``pip install``."""
+
+    def __init__(self, feature: str, extra: str, module: str) -> None:
+        self.feature, self.extra, self.module = feature, extra, module
+        super().__init__(f"{feature} needs the {module!r} package, which is not installed: "
+                         f"pip install 'procgrade[{extra}]'")
+
+
+class OutputPathError(ProcgradeError):
+    """A file procgrade was asked to write cannot be written there; checked before any work starts."""

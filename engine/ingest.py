@@ -43,8 +43,11 @@ class IngestReport:
     def summary(self) -> str:
         r = self.result
         run = f"{self.source} ({self.format}): run {self.run_id}"
+        if r.no_op and r.sealed_now:  # held already; this ingest only sealed it
+            return f"{run}: already stored ({r.event_count} events); sealed now at head {(r.head_hash or '-')[:12]}"
         if r.no_op:
-            return f"{run}: already stored ({r.event_count} events), nothing written"
+            sealed = ", sealed" if r.sealed else ""
+            return f"{run}: already stored ({r.event_count} events{sealed}), nothing written"
         held = f", {r.already_stored} already stored" if r.already_stored else ""
         sealed = ", sealed" if r.sealed else ""
         return f"{run}: {r.appended} events appended{held} (head {r.head_hash[:12]}{sealed})"

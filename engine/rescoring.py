@@ -14,7 +14,8 @@ import os
 import signal
 import sys
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ProcessPoolExecutor
+import contextlib
+import multiprocessing
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
@@ -23,6 +24,7 @@ import orjson
 
 from engine.canonical import canonical_json
 from engine.errors import ProcgradeError
+from engine.interrupts import deferred_interrupt, interrupts_blocked, worker_ignores_interrupts
 from engine.scoring import ScoreDocument, score_document, score_run
 from engine.store import EventStore, open_store
 from engine.store.scores import ScoreStore, StoredScore
@@ -85,14 +87,17 @@ def score_runs(
     for run_id in ordered:
         store.run(run_id)  # unknown runs fail before any work
     outcomes: list[ScoreOutcome] = []
-    for document in _documents(store, ordered, ruleset, digest, body, workers):
-        written = scores.append_score(StoredScore(
-            document.run_id, document.ruleset_hash, document.engine_version, document.run_head_hash,
-            document.run_event_count, _score_text(document), document.canonical.decode(), document.sha256,
-        ))
-        outcomes.append(ScoreOutcome(document, written))
-        if progress is not None:
-            progress(document.run_id)
+    with contextlib.closing(_documents(store, ordered, ruleset, digest, body, workers)) as documents:
+        for document in documents:
+            # A Ctrl-C waits for the commit and its report: "N stored" is then exact.
+            with deferred_interrupt():
+                written = scores.append_score(StoredScore(
+                    document.run_id, document.ruleset_hash, document.engine_version, document.run_head_hash,
+                    document.run_event_count, _score_text(document), document.canonical.decode(), document.sha256,
+                ))
+                outcomes.append(ScoreOutcome(document, written))
+                if progress is not None:
+                    progress(document.run_id)
     return outcomes
 
 
@@ -108,13 +113,32 @@ def _documents(store: EventStore, run_ids: list[str], ruleset: RuleSet, digest: 
             yield compute_score(store, ruleset, run_id, digest=digest)
         return
     url = store.engine.url.render_as_string(hide_password=False)
-    chunks = _chunks(run_ids, workers)
-    with ProcessPoolExecutor(max_workers=workers, initializer=_die_with_parent, initargs=(os.getpid(),)) as pool:
-        futures = [pool.submit(_score_chunk, url, body, chunk) for chunk in chunks]
-        # Results come back in submission order: run order, whatever the worker count.
-        for future in futures:
-            for fields in future.result():
+    tasks = [(url, body, chunk) for chunk in _chunks(run_ids, workers)]
+    # Workers ignore Ctrl-C (born with it blocked, then ignoring it): the driver alone answers it, by
+    # terminating the pool (workers only read, so stopping them loses nothing).
+    with interrupts_blocked():
+        pool = multiprocessing.Pool(workers, initializer=_worker_init, initargs=(os.getpid(),))
+    try:
+        # imap keeps submission order: results come in run order, whatever the worker count.
+        for fields_list in pool.imap(_score_task, tasks):
+            for fields in fields_list:
                 yield _document_from(fields, ruleset, digest)
+    except BaseException:
+        pool.terminate()
+        pool.join()
+        raise
+    pool.close()
+    pool.join()
+
+
+def _score_task(task: tuple[str, str, list[str]]) -> list[tuple[Any, ...]]:
+    return _score_chunk(*task)
+
+
+def _worker_init(parent: int) -> None:
+    """A worker dies with its driver and leaves Ctrl-C to it."""
+    _die_with_parent(parent)
+    worker_ignores_interrupts()
 
 
 def _die_with_parent(parent: int) -> None:

@@ -141,4 +141,5 @@ def test_cli_accept_prints_the_verdict_and_exits_by_it(store_url: str, sandbox: 
                               "--db", store_url])
     assert bad.exit_code == 1 and "evaluated, reward 0 (41 passed, 2 failed" in bad.output
     missing = runner.invoke(app, ["accept", "--task", str(TASK), "--workspace", "/nonexistent", "--db", store_url])
-    assert missing.exit_code == 2
+    # a missing workspace is a user error (1), like every other (2 is for usage: options, arguments)
+    assert missing.exit_code == 1 and "workspace: does not exist" in str(missing.exception)

@@ -225,7 +225,7 @@ def test_cli_refuses_unknown_runs_and_a_bare_rescore(tmp_path: Path) -> None:
     unknown = subprocess.run([*PROCGRADE, "score", "--db", url, "todo-app-demo", "no-such-run"],
                              capture_output=True, cwd=ROOT)
     assert unknown.returncode == 1
-    assert unknown.stderr.strip() == b"procgrade: no run 'no-such-run' in the store"
+    assert unknown.stderr.strip() == b"procgrade: no run 'no-such-run' in the store: `procgrade runs` lists the stored runs"
     store = open_store(url)
     try:
         assert ScoreStore(store).scores() == []  # nothing scored when one run is unknown

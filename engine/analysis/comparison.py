@@ -114,8 +114,8 @@ class MixedGroupSettingsError(MixedSettingsError):
                  for group, differences in self.groups.items() for key, by_value in differences.items()]
         Exception.__init__(
             self,
-            "refusing to pool runs whose settings differ within a group (--allow-mixed, or allow_mixed=True, "
-            "pools them anyway and reports which differ):\n" + "\n".join(lines),
+            "refusing to pool runs whose settings differ within a group (allowing mixed settings pools them "
+            "anyway and reports which differ):\n" + "\n".join(lines),
         )
 
 

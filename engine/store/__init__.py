@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
-
 from sqlalchemy import Engine
 
 from sqlalchemy.engine import make_url
 
 from engine.store.base import AppendResult, EventStore, RunInfo
+from engine.store.location import connection_problem, resolve_url
 from engine.store.migrate import check_ready, current_revision, head_revision, upgrade
 
 __all__ = [
@@ -25,14 +24,10 @@ __all__ = [
 DEFAULT_DB = "sqlite:///procgrade.db"
 
 
-def normalize_url(url: str) -> str:
-    """Accept SQLAlchemy URLs, ``postgresql://`` (uses psycopg 3) and bare SQLite file paths."""
-    if "://" not in url:
-        return f"sqlite:///{Path(url)}"
-    parsed = make_url(url)
-    if parsed.drivername in ("postgresql", "postgres"):
-        parsed = parsed.set(drivername="postgresql+psycopg")
-    return parsed.render_as_string(hide_password=False)
+def normalize_url(url: str, *, create: bool = True) -> str:
+    """Accept SQLAlchemy URLs, ``postgresql://`` (uses psycopg 3) and bare SQLite file paths, checked
+    before use (:func:`engine.store.location.resolve_url`; ``create=False``: the SQLite file must exist)."""
+    return resolve_url(url, create=create)
 
 
 def _store_class(url: str) -> tuple[type[EventStore], Callable[[str], Engine]]:
@@ -50,10 +45,11 @@ def _store_class(url: str) -> tuple[type[EventStore], Callable[[str], Engine]]:
 
 def init_database(url: str) -> tuple[str, str]:
     """Create or migrate the schema at ``url``; return (revision, the URL without password)."""
-    url = normalize_url(url)
+    url = normalize_url(url, create=True)
     _, make_engine = _store_class(url)
     engine = make_engine(url)
     try:
+        _first_contact(url, lambda: current_revision(engine))
         revision = upgrade(engine)
     finally:
         engine.dispose()
@@ -64,16 +60,29 @@ def open_store(url: str, *, create: bool = False) -> EventStore:
     """Open the store at ``url``.
 
     With ``create``, an empty database is given the schema (a database holding an
-    older procgrade schema is never migrated implicitly: ``procgrade init`` does that).
+    older procgrade schema is never migrated implicitly: ``procgrade init`` does that). Without it a
+    SQLite file that does not exist is an error, never created.
     """
-    url = normalize_url(url)
+    url = normalize_url(url, create=create)
     store_class, make_engine = _store_class(url)
     store = store_class(make_engine(url))
     try:
-        if create and current_revision(store.engine) is None:
+        revision = _first_contact(url, lambda: current_revision(store.engine))
+        if create and revision is None:
             upgrade(store.engine)
         check_ready(store.engine)
     except BaseException:
         store.close()
         raise
     return store
+
+
+def _first_contact(url: str, probe: Callable[[], str | None]) -> str | None:
+    """Run the first query on a new engine; a driver's failure to connect becomes one
+    :class:`DatabaseUnavailableError` saying what is wrong and what to do."""
+    from sqlalchemy.exc import DBAPIError
+
+    try:
+        return probe()
+    except DBAPIError as exc:
+        raise connection_problem(url, exc) from exc

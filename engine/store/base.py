@@ -74,9 +74,12 @@ class AppendResult:
     event_count: int
     head_hash: str | None
     sealed: bool
+    #: True when this append sealed the run (it was not sealed before).
+    sealed_now: bool = False
 
     @property
     def no_op(self) -> bool:
+        """No event appended (``sealed_now`` says whether the call sealed the run all the same)."""
         return self.appended == 0
 
 
@@ -176,7 +179,7 @@ class EventStore:
         sealing = seal and not info.sealed
         if new or sealing:
             self._update_run(tx, run_id, count, head, provenance, sealing)
-        return AppendResult(run_id, len(new), len(overlap), count, head, info.sealed or seal)
+        return AppendResult(run_id, len(new), len(overlap), count, head, info.sealed or seal, sealing)
 
     def seal(self, run_id: str) -> RunInfo:
         """Record the run's current head as final; later appends are refused."""

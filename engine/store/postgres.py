@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from sqlalchemy import Engine, create_engine
+from sqlalchemy.engine import make_url
 
 from engine.errors import UnknownRunError
 from engine.store.database_errors import install as install_error_translation
@@ -33,7 +34,10 @@ WRITER_LOCK = int.from_bytes(b"procgrad", "big") >> 1
 
 
 def postgres_engine(url: str) -> Engine:
-    return install_error_translation(create_engine(url, pool_pre_ping=True))
+    # An unreachable host fails within seconds, not after the system's TCP timeout (minutes), unless
+    # the URL sets its own connect_timeout.
+    options = {} if "connect_timeout" in make_url(url).query else {"connect_args": {"connect_timeout": 10}}
+    return install_error_translation(create_engine(url, pool_pre_ping=True, **options))
 
 
 class PostgresEventStore(EventStore):

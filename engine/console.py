@@ -1,0 +1,35 @@
+"""The ``procgrade`` console script's entry point: answers Ctrl-C from its first instant.
+
+Loading the command line (Typer, Rich, SQLAlchemy, pydantic) takes a moment; an interrupt
+during it must end like any other (one line, exit 130), not with an import traceback. This
+module imports nothing heavy itself, so it is loaded before the interrupt can come.
+"""
+
+from __future__ import annotations
+
+import signal
+import sys
+
+__all__ = ["main"]
+
+
+def main() -> None:
+    from engine.interrupts import interrupt_seen, watch_interrupts
+
+    watch_interrupts()
+    try:
+        from engine.cli import app
+        from engine.cli_errors import run
+    except BaseException as exc:  # an interrupt, or what a library made of it (pydantic: SchemaError)
+        if not (isinstance(exc, KeyboardInterrupt) or interrupt_seen()):
+            raise
+        print("procgrade: interrupted while starting: nothing was done", file=sys.stderr, flush=True)
+        sys.exit(130)
+    code = run(app)
+    # Done: a Ctrl-C during the interpreter's own shutdown (closing pools, flushing) changes nothing now.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    sys.exit(code)
+
+
+if __name__ == "__main__":
+    main()
