@@ -14,18 +14,18 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from engine.errors import InputError, StoreError
-from engine.importers.provenance import Overrides
-from engine.native import RunEvents, bounded_lines, iter_native
-from engine.store import AppendResult, EventStore
-from engine.store.base import RunWriter
+from procgrade.engine.errors import InputError, StoreError
+from procgrade.engine.importers.provenance import Overrides
+from procgrade.engine.native import RunEvents, bounded_lines, iter_native
+from procgrade.engine.store import AppendResult, EventStore
+from procgrade.engine.store.base import RunWriter
 
 __all__ = ["IngestReport", "Ingested", "Overrides", "ingest_native", "ingest_paths", "formats"]
 
 
 def formats() -> list[str]:
     """What ``--format`` takes: auto, native, and every importer's name."""
-    from engine.importers import importers
+    from procgrade.engine.importers import importers
 
     return ["auto", "native", *importers()]
 
@@ -70,7 +70,7 @@ def ingest_paths(store: EventStore, paths: Sequence[Path | str], *, format: str 
     ``overrides`` (``--system/--model/--label``) give every imported run what its format
     does not record; native logs carry their own provenance and are refused with them.
     """
-    from engine.importers.provenance import overrides as applying
+    from procgrade.engine.importers.provenance import overrides as applying
 
     given = overrides or Overrides()
     with applying(given):
@@ -78,8 +78,8 @@ def ingest_paths(store: EventStore, paths: Sequence[Path | str], *, format: str 
 
 
 def _ingest(store: EventStore, paths: Sequence[Path | str], *, format: str, seal: bool, given: Overrides) -> Ingested:
-    from engine.importers import plan_imports
-    from engine.importers.source_tree import open_tree
+    from procgrade.engine.importers import plan_imports
+    from procgrade.engine.importers.source_tree import open_tree
 
     reports: list[IngestReport] = []
     unrecognised: list[str] = []
@@ -126,8 +126,10 @@ def _append_native(writer: RunWriter, pieces: Iterable[RunEvents], seal: bool) -
         totals.setdefault(piece.run_id, _RunTotals(piece.source)).add(piece, result)
     if seal:
         for run_id in totals:
+            was_sealed = totals[run_id].last.sealed  # as the run stood when this file's events went in
             info = writer.seal(run_id)
             totals[run_id].sealed = info.sealed
+            totals[run_id].sealed_now = info.sealed and not was_sealed
     return [t.report(run_id) for run_id, t in totals.items()]
 
 
@@ -142,6 +144,7 @@ class _RunTotals:
     already_stored: int = 0
     last: AppendResult | None = None
     sealed: bool = False
+    sealed_now: bool = False
 
     def add(self, piece: RunEvents, result: AppendResult) -> None:
         self.events_read += len(piece.events)
@@ -154,7 +157,7 @@ class _RunTotals:
         last = self.last
         assert last is not None
         result = AppendResult(run_id, self.appended, self.already_stored, last.event_count, last.head_hash,
-                              last.sealed or self.sealed)
+                              last.sealed or self.sealed, sealed_now=last.sealed_now or self.sealed_now)
         return IngestReport(self.source, run_id, self.events_read, self.duplicates_skipped, result)
 
 

@@ -111,8 +111,8 @@ MISTAKES = [
     Mistake("accept a missing task", ("accept", "--task", "nowhere", "--workspace", "sub"), 1, ("not a directory",)),
     Mistake("grades from a missing file", ("grades", "import", "nope.csv"), 1, ("nope.csv", "no such file")),
     Mistake("planted corpus missing", ("validate-rules", "nope"), 1, ("nope", "not a directory")),
-    Mistake("unknown calibration layer", ("calibrate", "--candidate", "judge", "--layer", "nope"), 1,
-            ("unknown layer 'nope'",)),
+    Mistake("calibration with no grade of the layer", ("calibrate", "--candidate", "judge", "--layer", "nope"), 1,
+            ("no grade by 'human'",)),
 ]
 
 

@@ -17,10 +17,10 @@ from sqlalchemy import text
 
 from builders import extra_events, small_run, write_jsonl
 from databases import pg_base_url
-from engine.errors import SchemaNotReadyError, StoreError
-from engine.log_verification import verify_log
-from engine.store import open_store
-from engine.store.scores import ScoreStore
+from procgrade.engine.errors import SchemaNotReadyError, StoreError
+from procgrade.engine.log_verification import verify_log
+from procgrade.engine.store import open_store
+from procgrade.engine.store.scores import ScoreStore
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parent.parent
 def start(*args: str) -> subprocess.Popen[str]:
     env = {**os.environ, "COLUMNS": "250"}
     env.pop("PROCGRADE_DB", None)
-    return subprocess.Popen([sys.executable, "-m", "engine.cli", *args], stdout=subprocess.PIPE,
+    return subprocess.Popen([sys.executable, "-m", "procgrade.engine.cli", *args], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT)
 
 
@@ -81,11 +81,11 @@ def test_concurrent_score_of_one_run_stores_one_document(store_url: str, tmp_pat
 def test_missing_postgresql_database_is_one_line(tmp_path: Path) -> None:
     base = pg_base_url().rsplit("/", 1)[0]
     url = f"{base}/procgrade_no_such_database_here"
-    with pytest.raises(StoreError, match="cannot open the database: .*does not exist"):
+    with pytest.raises(StoreError, match="has no database 'procgrade_no_such_database_here'.*createdb"):
         open_store(url)
     code, out, err = finish([start("runs", "--db", url)])[0]
     assert code == 1 and "Traceback" not in err and err.strip().count("\n") == 0, err
-    assert err.startswith("procgrade: cannot open the database")
+    assert err.startswith("procgrade: the PostgreSQL server at") and "has no database" in err
 
 
 def test_store_with_dropped_tables_is_one_line(store_url: str, db_kind: str) -> None:
@@ -117,7 +117,7 @@ def test_busy_sqlite_writer_is_one_line(tmp_path: Path) -> None:
     """A writer that holds SQLite's lock longer than the busy timeout: the other gets a message."""
     import sqlite3
 
-    from engine.store.database_errors import translate
+    from procgrade.engine.store.database_errors import translate
 
     error = translate(sqlite3.OperationalError("database is locked"))
     assert isinstance(error, StoreError) and "busy" in str(error) and "\n" not in str(error)
