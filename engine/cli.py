@@ -26,6 +26,10 @@ app = typer.Typer(
 )
 schema_app = typer.Typer(help="Print the JSON Schema of procgrade's input formats.", no_args_is_help=True)
 app.add_typer(schema_app, name="schema")
+# Columnar archives and the executor options (issue 18): engine/archive_cli.py.
+from engine.archive_cli import AddressOption, ExecutorOption, WorkersOption, archive_app, events_progress, executor_from  # noqa: E402
+
+app.add_typer(archive_app, name="archive")
 
 # Piped output (CI logs, files) gets wide tables instead of rich's 80-column default.
 out = Console(highlight=False, soft_wrap=True, width=None if sys.stdout.isatty() else 200)
@@ -217,15 +221,18 @@ RulesOption = Annotated[
 def score(
     run_ids: Annotated[list[str], typer.Argument(help="Runs to score.", show_default=False)],
     rules: RulesOption = None,
+    executor: ExecutorOption = "local",
+    workers: WorkersOption = 1,
+    address: AddressOption = None,
     db: DbOption = DEFAULT_DB,
 ) -> None:
     """Score runs with a rule set and store the score documents (identical re-scores are no-ops)."""
-    from engine.rescoring import score_runs
+    from engine.parallel_scoring import score_many
     from rules.loading import load_ruleset
 
     ruleset = load_ruleset(rules)
-    with _store(db) as store:
-        outcomes = score_runs(store, run_ids, ruleset)
+    with _store(db) as store, executor_from(executor, workers, address) as runner:
+        outcomes = score_many(store, run_ids, ruleset, executor=runner)
     _print_scores(outcomes, ruleset.name)
 
 
@@ -249,37 +256,41 @@ def _print_scores(outcomes: list, ruleset_name: str) -> None:
 def rescore(
     all_runs: Annotated[bool, typer.Option("--all", help="Re-score every stored run.")] = False,
     rules: RulesOption = None,
-    workers: Annotated[int, typer.Option("--workers", min=1, help="Processes to score with; output does not depend on it.")] = 1,
+    from_archive: Annotated[Optional[str], typer.Option(
+        "--from-archive", help="Read fact rows from this columnar archive (path or URL), not the store; "
+                               "--all then means every archived run.")] = None,
+    executor: ExecutorOption = "local",
+    workers: WorkersOption = 1,
+    address: AddressOption = None,
     db: DbOption = DEFAULT_DB,
 ) -> None:
     """Re-score stored runs; a new rule set adds scores and never replaces old ones."""
-    from rich.progress import Progress
-
-    from engine.rescoring import score_runs
+    from engine.parallel_scoring import score_many
     from rules.loading import load_ruleset
 
     if not all_runs:
         _fail("procgrade: say which runs: --all (or use `procgrade score RUN...`)", 2)
     ruleset = load_ruleset(rules)
-    with _store(db) as store:
-        run_ids = [info.run_id for info in store.runs()]
-        with Progress(console=err, transient=True) as progress:
-            task = progress.add_task("scoring", total=len(run_ids))
-            outcomes = score_runs(store, run_ids, ruleset, workers=workers,
-                                  progress=lambda _run: progress.advance(task))
+    with _store(db) as store, executor_from(executor, workers, address) as runner, \
+            events_progress("scoring") as (plan, advance):
+        outcomes = score_many(store, None, ruleset, executor=runner, archive=from_archive,
+                              on_events=advance, on_plan=plan)
     _print_scores(outcomes, ruleset.name)
 
 
 @app.command("verify")
 def verify_command(
     run_ids: Annotated[Optional[list[str]], typer.Argument(help="Runs whose stored scores to check (default: all).")] = None,
+    executor: ExecutorOption = "local",
+    workers: WorkersOption = 1,
+    address: AddressOption = None,
     db: DbOption = DEFAULT_DB,
 ) -> None:
     """Recompute every stored score and byte-compare; exit 1 naming any drift."""
-    from engine.rescoring import verify_scores
+    from engine.parallel_scoring import verify_many
 
-    with _store(db) as store:
-        checked, drifts = verify_scores(store, run_ids)
+    with _store(db) as store, executor_from(executor, workers, address) as runner:
+        checked, drifts = verify_many(store, run_ids, executor=runner)
     for drift in drifts:
         err.print(f"{drift.run_id}: rule set {drift.ruleset_hash[:16]}: {drift.reason}", markup=False)
     if drifts:
