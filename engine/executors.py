@@ -40,11 +40,11 @@ Task = tuple[Any, ...]
 
 
 def plan_chunks(items: Sequence[Any], weights: Sequence[int], workers: int, *,
-                min_weight: int = MIN_TASK_EVENTS, per_worker: int = 4) -> list[list[Any]]:
+                min_weight: int | None = None, per_worker: int = 4) -> list[list[Any]]:
     """Consecutive chunks of ``items`` (order kept), each of weight >= ``min_weight`` where
     possible, and about ``per_worker`` chunks per worker so a slow chunk does not stall the end."""
     total = sum(weights)
-    target = max(min_weight, -(-total // max(1, workers * per_worker)))
+    target = max(MIN_TASK_EVENTS if min_weight is None else min_weight, -(-total // max(1, workers * per_worker)))
     chunks: list[list[Any]] = []
     current: list[Any] = []
     weight = 0

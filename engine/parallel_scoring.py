@@ -251,7 +251,10 @@ def verify_archive_many(location: str, run_ids: Sequence[str] | None = None, *, 
         on_plan(len(runs), sum(run.event_count for run in runs))
     weights = [max(1, run.event_count) for run in runs]
     # Verification rebuilds each event (~20x the cost of scoring it): smaller chunks do as well.
-    chunks = plan_chunks([run.run_id for run in runs], weights, executor.workers, min_weight=5_000)
+    from engine import executors
+
+    chunks = plan_chunks([run.run_id for run in runs], weights, executor.workers,
+                         min_weight=max(1, executors.MIN_TASK_EVENTS // 10))
     chunk_weights = [sum(max(1, archive.run(r).event_count) for r in chunk) for chunk in chunks]
     out: list[tuple[str, int, list[str]]] = []
     for results in executor.map(verify_archive_task, [(location, chunk) for chunk in chunks],
