@@ -230,7 +230,9 @@ class Archive:
         run = self.run(run_id)
         path = posixpath.join(self._root, run.file)
         try:
-            table = pq.read_table(path, columns=list(columns) if columns else None, filesystem=self._fs)
+            # ParquetFile, not read_table: no dataset discovery, ~6x faster on a run's small file.
+            with self._fs.open_input_file(path) as handle:
+                table = pq.ParquetFile(handle).read(columns=list(columns) if columns else None)
         except (OSError, ValueError) as exc:  # ArrowInvalid is a ValueError
             raise ProcgradeError(f"archive {self.location}: {run.file}: unreadable: {exc}") from exc
         return table

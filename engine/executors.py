@@ -35,6 +35,8 @@ EXECUTORS = ("local", "ray")
 #: Smallest work per task, in events: at ~200-500k events/s a task costs >= ~100 ms, so
 #: scheduling overhead (pickling, Ray's ~1 ms per task) stays a small fraction.
 MIN_TASK_EVENTS = 50_000
+#: Largest work per task (~1 s): the progress bar moves often and a lost task costs little.
+MAX_TASK_EVENTS = 250_000
 
 Task = tuple[Any, ...]
 
@@ -44,7 +46,8 @@ def plan_chunks(items: Sequence[Any], weights: Sequence[int], workers: int, *,
     """Consecutive chunks of ``items`` (order kept), each of weight >= ``min_weight`` where
     possible, and about ``per_worker`` chunks per worker so a slow chunk does not stall the end."""
     total = sum(weights)
-    target = max(MIN_TASK_EVENTS if min_weight is None else min_weight, -(-total // max(1, workers * per_worker)))
+    low = MIN_TASK_EVENTS if min_weight is None else min_weight
+    target = max(low, min(MAX_TASK_EVENTS, -(-total // max(1, workers * per_worker))))
     chunks: list[list[Any]] = []
     current: list[Any] = []
     weight = 0
