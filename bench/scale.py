@@ -38,10 +38,10 @@ from engine.executors import LocalExecutor, RayExecutor  # noqa: E402
 from engine.ingest import ingest_native  # noqa: E402
 from engine.parallel_scoring import score_many  # noqa: E402
 from engine.store import open_store  # noqa: E402
-from engine.store.scores import ScoreStore  # noqa: E402
 from rules.loading import load_ruleset  # noqa: E402
 
 console = Console(stderr=True)
+APPLICATION = "procgrade-scale-bench"
 
 
 class MemorySampler:
@@ -88,6 +88,41 @@ class MemorySampler:
             **{f"{role}_peak_mb_max": max(v) / 2**20 for role, v in sorted(by_role.items())},
             **{f"{role}_processes": len(v) for role, v in sorted(by_role.items())},
         }
+
+
+class ConnectionSampler:
+    """Peak number of connections to a PostgreSQL store (nothing for SQLite)."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url if url.startswith("postgres") else None
+        self.peak = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+
+    def __enter__(self) -> "ConnectionSampler":
+        if self.url:
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        if self.url:
+            self._thread.join()
+
+    def _loop(self) -> None:
+        import psycopg
+        from sqlalchemy.engine import make_url
+
+        url = make_url(self.url)
+        with psycopg.connect(host=url.host, port=url.port or 5432, user=url.username, dbname=url.database,
+                             password=url.password, autocommit=True) as conn:
+            while not self._stop.wait(0.1):
+                count = conn.execute("SELECT count(*) FROM pg_stat_activity WHERE application_name = %s",
+                                     (APPLICATION,)).fetchone()[0]
+                self.peak = max(self.peak, count)
+
+    def summary(self) -> dict[str, Any]:
+        return {"postgres_connections_peak": self.peak} if self.url else {}
 
 
 def _role(cmdline: str) -> str:
@@ -140,31 +175,33 @@ class _bar:
 
 @contextlib.contextmanager
 def timed_writes() -> Iterator[dict[str, float]]:
-    """Time the driver spends storing documents (the one serial writer)."""
-    spent = {"seconds": 0.0, "documents": 0}
-    original = ScoreStore.append_score
+    """Time the driver spends storing documents (the one serial writer: one transaction per task)."""
+    import engine.parallel_scoring as scoring
 
-    def append_score(self: ScoreStore, score: Any) -> bool:
+    spent = {"seconds": 0.0, "documents": 0}
+    original = scoring.store_scores
+
+    def store_scores(store: Any, rows: Any) -> list[bool]:
         start = time.perf_counter()
         try:
-            return original(self, score)
+            return original(store, rows)
         finally:
             spent["seconds"] += time.perf_counter() - start
-            spent["documents"] += 1
+            spent["documents"] += len(rows)
 
-    ScoreStore.append_score = append_score  # type: ignore[method-assign]
+    scoring.store_scores = store_scores
     try:
         yield spent
     finally:
-        ScoreStore.append_score = original  # type: ignore[method-assign]
+        scoring.store_scores = original
 
 
-def rescore(label: str, url: str, archive: str, executor: Any, total: int) -> dict[str, Any]:
+def rescore(label: str, url: str, archive: str | None, executor: Any, total: int) -> dict[str, Any]:
     store = open_store(url)
     ruleset = load_ruleset()
     gc.collect()
     digest = hashlib.sha256()
-    with timed_writes() as writes, MemorySampler() as memory, _bar(f"re-scoring ({label})") as (progress, task):
+    with timed_writes() as writes, ConnectionSampler(url) as connections, MemorySampler() as memory, _bar(f"re-scoring ({label})") as (progress, task):
         progress.update(task, total=total)
         start = time.perf_counter()
         outcomes = score_many(store, None, ruleset, executor=executor, archive=archive,
@@ -175,7 +212,7 @@ def rescore(label: str, url: str, archive: str, executor: Any, total: int) -> di
     store.close()
     return {"label": label, "seconds": elapsed, "events_per_s": total / elapsed, "runs": len(outcomes),
             "written": sum(o.written for o in outcomes), "documents_sha256": digest.hexdigest(),
-            "writer_seconds": writes["seconds"], **memory.summary()}
+            "writer_seconds": writes["seconds"], **memory.summary(), **connections.summary()}
 
 
 def main() -> None:
@@ -187,23 +224,32 @@ def main() -> None:
     parser.add_argument("--ray-address", default="local", help="local (start a cluster here), auto, ray://HOST:PORT")
     parser.add_argument("--ray-cpus", type=int, default=2)
     parser.add_argument("--skip-ray", action="store_true")
-    parser.add_argument("--passes", default="1,2,ray", help="Which re-scoring passes, in order (1, 2, ray).")
+    parser.add_argument("--passes", default="1,2,ray",
+                        help="Re-scoring passes, in order: 1, 2, ray (from the archive); store-1, store-2, "
+                             "store-ray (from the database's tables).")
+    parser.add_argument("--db", help="Build in this database (e.g. a PostgreSQL URL) instead of a SQLite file; "
+                                     "it must be empty, or hold the runs of an earlier --keep run.")
     args = parser.parse_args()
     if args.small:
         args.runs, args.events = 200, 200_000
     work = args.keep or Path(tempfile.mkdtemp(prefix="procgrade-scale-"))
     work.mkdir(parents=True, exist_ok=True)
-    url = f"sqlite:///{work}/scale.db"
+    url = args.db or f"sqlite:///{work}/scale.db"
+    if url.startswith("postgres"):  # every connection of this bench (driver and workers) is counted
+        url += ("&" if "?" in url else "?") + f"application_name={APPLICATION}"
     archive = str(work / "archive")
     total = (args.events // args.runs) * args.runs
     report: dict[str, Any] = {"runs": args.runs, "events": total, "cpus": os.cpu_count()}
     try:
-        if not (work / "scale.db").exists():
+        built = (work / "built").exists()
+        if not built:
             seconds = build(url, work, args.runs, args.events)
             report["build"] = {"seconds": seconds, "events_per_s": total / seconds}
             console.print(f"built and sealed {total:,} events in {args.runs:,} runs: {seconds:.1f} s "
                           f"({total / seconds:,.0f} events/s)")
-        report["database_mb"] = (work / "scale.db").stat().st_size / 2**20
+            (work / "built").write_text(url)
+        if (work / "scale.db").exists():
+            report["database_mb"] = (work / "scale.db").stat().st_size / 2**20
         if not (work / "archive" / "archive.json").exists():
             store = open_store(url)
             start = time.perf_counter()
@@ -217,6 +263,8 @@ def main() -> None:
         report["archive_mb"] = sum(f.stat().st_size for f in (work / "archive").rglob("*")) / 2**20
         passes = []
         for name in args.passes.split(","):
+            source = None if name.startswith("store-") else archive
+            name = name.removeprefix("store-")
             if name == "ray":
                 if args.skip_ray:
                     continue
@@ -226,8 +274,10 @@ def main() -> None:
             else:
                 executor = LocalExecutor(int(name))
                 label = f"local, {name} worker{'s' if name != '1' else ''}"
+            if source is None:
+                label += ", from the database"
             with executor:
-                result = rescore(label, url, archive, executor, total)
+                result = rescore(label, url, source, executor, total)
             passes.append(result)
             console.print(f"{label}: {result['seconds']:.1f} s, {result['events_per_s']:,.0f} events/s, "
                           f"{result['written']} documents written, driver writing {result['writer_seconds']:.1f} s")

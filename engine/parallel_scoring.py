@@ -149,13 +149,47 @@ def score_many(store: EventStore, run_ids: Sequence[str] | None, ruleset: RuleSe
     chunk_weights = [sum(max(1, count) for _, _, count in chunk) for chunk in chunks]
     outcomes: list[ScoreOutcome] = []
     for results in executor.map(score_task, tasks, weights=chunk_weights, on_done=on_events):
-        for run_id, head, count, canonical in results:
-            document = document_from_canonical(canonical, digest)
-            written = scores.append_score(StoredScore(
-                run_id, digest, document.engine_version, head, count, _score_text(document.process_score),
-                canonical.decode(), document.sha256))
-            outcomes.append(ScoreOutcome(document, written))
+        documents = [document_from_canonical(canonical, digest) for _, _, _, canonical in results]
+        rows = [StoredScore(run_id, digest, document.engine_version, head, count,
+                            _score_text(document.process_score), canonical.decode(), document.sha256)
+                for (run_id, head, count, canonical), document in zip(results, documents)]
+        written = store_scores(store, rows)
+        outcomes.extend(ScoreOutcome(document, new) for document, new in zip(documents, written))
     return outcomes
+
+
+_SCORE_COLUMNS = ("run_id", "ruleset_hash", "engine_version", "run_head_hash", "run_event_count", "process_score",
+                  "document", "document_sha256")
+_KEY = "run_id = ? AND ruleset_hash = ? AND engine_version = ? AND run_head_hash = ?"
+
+
+def store_scores(store: EventStore, rows: Sequence[StoredScore]) -> list[bool]:
+    """Store a task's documents in one transaction (one commit per task, not per run: the
+    single writer's cost is what a cluster's speed comes down to). Idempotent, also for many
+    concurrent writers on PostgreSQL: a key already stored is skipped (ON CONFLICT DO NOTHING,
+    race-free) and must hold the same bytes, else :class:`ScoreDriftError` and nothing of the
+    batch is written. Returns, per row, whether it was new."""
+    from engine.errors import ScoreDriftError
+
+    sql = store._sql
+    insert = sql(f"INSERT INTO scores ({', '.join(_SCORE_COLUMNS)}) VALUES ({', '.join('?' * len(_SCORE_COLUMNS))}) "
+                 "ON CONFLICT (run_id, ruleset_hash, engine_version, run_head_hash) DO NOTHING")
+    written = []
+    with store._write_transaction() as tx:
+        for row in rows:
+            tx.execute(insert, tuple(getattr(row, name) for name in _SCORE_COLUMNS))
+            if tx.rowcount == 1:
+                written.append(True)
+                continue
+            tx.execute(sql(f"SELECT document_sha256 FROM scores WHERE {_KEY}"),
+                       (row.run_id, row.ruleset_hash, row.engine_version, row.run_head_hash))
+            stored = tx.fetchone()[0]
+            if stored != row.document_sha256:
+                raise ScoreDriftError(
+                    f"run {row.run_id}: the score under rule set {row.ruleset_hash[:16]} differs from the stored "
+                    f"one (stored {stored[:16]}, now {row.document_sha256[:16]})", run_id=row.run_id)
+            written.append(False)
+    return written
 
 
 def _score_text(value: Fraction | None) -> str | None:

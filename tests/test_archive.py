@@ -233,3 +233,20 @@ def test_cli_archive_export_verify_and_rescore_from_archive(tmp_path: Path) -> N
     assert done.returncode == 1 and "faulty-1: seq 0: hash mismatch" in done.stderr
     done = run("archive", "verify", str(tmp_path / "nowhere"))
     assert done.returncode != 0 and "no archive.json" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_the_writer_stores_a_batch_once_and_refuses_different_bytes_for_a_stored_key(store: EventStore,
+                                                                                    tmp_path: Path) -> None:
+    from engine.errors import ScoreDriftError
+    from engine.parallel_scoring import store_scores
+
+    _populate(store, tmp_path)
+    outcomes = score_many(store, ["faulty-1", "small-1"], load_ruleset())
+    assert [o.written for o in outcomes] == [True, True]
+    rows = ScoreStore(store).scores()
+    assert store_scores(store, rows) == [False, False]  # idempotent: the same bytes again
+    changed = rows[1].__class__(**{**rows[1].__dict__, "document_sha256": "0" * 64})
+    extra = rows[0].__class__(**{**rows[0].__dict__, "run_id": "every/1:x+y"})
+    with pytest.raises(ScoreDriftError, match="small-1"):
+        store_scores(store, [extra, changed])
+    assert ScoreStore(store).scores() == rows  # nothing of the refused batch was written
