@@ -209,9 +209,10 @@ def _archive_heads(store: EventStore, location: str, run_ids: Sequence[str] | No
 
     archive = open_archive(location)
     runs = archive.runs if run_ids is None else [archive.run(run_id) for run_id in sorted(set(run_ids))]
+    held = {info.run_id: info for info in store.runs()}  # one query, not one per run
     heads = []
     for run in runs:
-        info = store.run(run.run_id)
+        info = held.get(run.run_id) or store.run(run.run_id)  # an unknown run: UnknownRunError
         if info.sealed_head_hash != run.head_hash:
             raise InputError(location, None, f"run {run.run_id}", f"archived at head {run.head_hash[:16]}, "
                              f"the store holds it at {str(info.sealed_head_hash or info.head_hash)[:16]}")
