@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 DEMO_DB ?= sqlite:///procgrade.db
 DEMO_REPORT ?= procgrade-report.html
 
-.PHONY: demo test bench-ingest bench-rescore bench-import clean
+.PHONY: demo test bench-ingest bench-rescore bench-import bench-scale clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -53,6 +53,9 @@ bench-ingest: $(VENV)/.installed-dev
 
 bench-rescore: $(VENV)/.installed-dev
 	$(BIN)/python bench/rescore.py
+
+bench-scale: $(VENV)/.installed-dev
+	$(BIN)/python bench/scale.py
 
 bench-import: $(VENV)/.installed-dev
 	$(BIN)/python bench/imports.py
