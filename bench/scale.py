@@ -204,14 +204,19 @@ def rescore(label: str, url: str, archive: str | None, executor: Any, total: int
     with timed_writes() as writes, ConnectionSampler(url) as connections, MemorySampler() as memory, _bar(f"re-scoring ({label})") as (progress, task):
         progress.update(task, total=total)
         start = time.perf_counter()
-        outcomes = score_many(store, None, ruleset, executor=executor, archive=archive,
-                              on_events=lambda n: progress.advance(task, n))
+        counts = {"runs": 0, "written": 0}
+
+        def seen(outcome: Any) -> None:
+            digest.update(outcome.document.canonical)
+            counts["runs"] += 1
+            counts["written"] += outcome.written
+
+        score_many(store, None, ruleset, executor=executor, archive=archive,
+                   on_events=lambda n: progress.advance(task, n), on_outcome=seen, collect=False)
         elapsed = time.perf_counter() - start
-    for outcome in outcomes:
-        digest.update(outcome.document.canonical)
     store.close()
-    return {"label": label, "seconds": elapsed, "events_per_s": total / elapsed, "runs": len(outcomes),
-            "written": sum(o.written for o in outcomes), "documents_sha256": digest.hexdigest(),
+    return {"label": label, "seconds": elapsed, "events_per_s": total / elapsed, "runs": counts["runs"],
+            "written": counts["written"], "documents_sha256": digest.hexdigest(),
             "writer_seconds": writes["seconds"], **memory.summary(), **connections.summary()}
 
 
@@ -309,7 +314,10 @@ def projection(report: dict[str, Any], passes: list[dict[str, Any]]) -> dict[str
     per_document = inserting["writer_seconds"] / max(1, inserting["runs"])
     cores = 100 * 16
     events, runs = report["events"], report["runs"]
-    parallel = events / (per_worker * cores)
+    from engine.executors import MIN_TASK_EVENTS
+
+    # No task is smaller than MIN_TASK_EVENTS, so a small archive cannot use every core.
+    parallel = max(events / (per_worker * cores), min(events, MIN_TASK_EVENTS) / per_worker)
     serial = runs * per_document
     return {
         "assumed_nodes": 100, "assumed_cores_per_node": 16,

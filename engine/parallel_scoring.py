@@ -128,12 +128,16 @@ def document_from_canonical(canonical: bytes, digest: str) -> ScoreDocument:
 def score_many(store: EventStore, run_ids: Sequence[str] | None, ruleset: RuleSet, *,
                executor: Executor | None = None, archive: str | None = None,
                on_events: Callable[[int], None] | None = None,
-               on_plan: Callable[[int, int], None] | None = None) -> list[ScoreOutcome]:
+               on_plan: Callable[[int, int], None] | None = None,
+               on_outcome: Callable[[ScoreOutcome], None] | None = None,
+               collect: bool = True) -> list[ScoreOutcome]:
     """Score ``run_ids`` (default: every run of the archive, or of the store) and store the
     documents in run order. With ``archive``, fact rows come from the archive; the store
     must hold each run at the archived head (the scores table refers to its runs).
 
-    ``on_plan(runs, events)`` is told the work before it starts; ``on_events(n)`` as it is done."""
+    ``on_plan(runs, events)`` is told the work before it starts; ``on_events(n)`` as it is done;
+    ``on_outcome`` each stored document, in run order. ``collect=False`` returns nothing, so the
+    driver's memory does not grow with the archive (a parsed document is ~90 KB)."""
     executor = executor or LocalExecutor()
     scores = ScoreStore(store)
     digest = ruleset_hash(ruleset)
@@ -154,7 +158,12 @@ def score_many(store: EventStore, run_ids: Sequence[str] | None, ruleset: RuleSe
                             _score_text(document.process_score), canonical.decode(), document.sha256)
                 for (run_id, head, count, canonical), document in zip(results, documents)]
         written = store_scores(store, rows)
-        outcomes.extend(ScoreOutcome(document, new) for document, new in zip(documents, written))
+        for document, new in zip(documents, written):
+            outcome = ScoreOutcome(document, new)
+            if on_outcome is not None:
+                on_outcome(outcome)
+            if collect:
+                outcomes.append(outcome)
     return outcomes
 
 
