@@ -169,10 +169,7 @@ class RayExecutor(Executor):
             options.setdefault("logging_level", "ERROR")
             options.setdefault("log_to_driver", False)
             try:
-                if address == "local":
-                    self.ray.init(**options)
-                else:
-                    self.ray.init(address=address, **options)
+                self.ray.init(address=address, **options)  # "local": always a new cluster, never a found one
             except ConnectionError as exc:
                 raise ProcgradeError(f"no Ray cluster at {address}: start one with `ray start --head` "
                                      f"(or use --address local): {exc}") from exc

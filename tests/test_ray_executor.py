@@ -135,3 +135,35 @@ def test_ray_rescores_and_verifies_from_an_archive(ray_cluster: Any, small_tasks
             fresh.close()
     finally:
         store.close()
+
+
+def test_cli_rescore_through_ray_matches_the_local_executor(tmp_path: Path) -> None:
+    """The command line end to end: `rescore --executor ray --address local` starts its own
+    cluster in the command's process and stores the bytes `rescore --workers 2` stores."""
+    import subprocess
+    import sys
+
+    stores = {}
+    for name in ("local", "ray"):
+        url = f"sqlite:///{tmp_path}/{name}.db"
+        store = open_store(url, create=True)
+        try:
+            _populate(store, tmp_path)
+        finally:
+            store.close()
+        stores[name] = url
+    command = [sys.executable, "-m", "engine.cli", "rescore", "--all"]
+    local = subprocess.run([*command, "--workers", "2", "--db", stores["local"]], capture_output=True, text=True,
+                           cwd=ROOT, timeout=300)
+    assert local.returncode == 0, local.stderr
+    ray_run = subprocess.run([*command, "--executor", "ray", "--address", "local", "--db", stores["ray"]],
+                             capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert ray_run.returncode == 0, ray_run.stderr
+    documents = {}
+    for name, url in stores.items():
+        store = open_store(url)
+        try:
+            documents[name] = [(s.run_id, s.document) for s in ScoreStore(store).scores()]
+        finally:
+            store.close()
+    assert len(documents["ray"]) == 9 and documents["ray"] == documents["local"]
