@@ -130,9 +130,11 @@ class LocalExecutor(Executor):
             import multiprocessing
             from concurrent.futures import ProcessPoolExecutor
 
-            # forkserver: workers never inherit the driver's threads (rich's refresher) mid-lock.
+            # spawn: workers never inherit the driver's threads (rich's refresher) mid-lock, and
+            # their parent is the driver itself, so PR_SET_PDEATHSIG ends them with it (a
+            # forkserver outlives a driver killed with SIGKILL, and so would its workers).
             self._pool = ProcessPoolExecutor(max_workers=self.workers,
-                                             mp_context=multiprocessing.get_context("forkserver"),
+                                             mp_context=multiprocessing.get_context("spawn"),
                                              initializer=_die_with_parent)
         return self._pool
 
@@ -143,8 +145,8 @@ class LocalExecutor(Executor):
 
 
 def _die_with_parent() -> None:
-    """In a pool worker: be SIGKILLed when its parent (the forkserver, which ends with the
-    driver) dies, never left running under PID 1 holding the driver's output."""
+    """In a pool worker: be SIGKILLed when the driver dies, never left running under PID 1
+    holding the driver's output."""
     if sys.platform.startswith("linux"):
         try:
             import ctypes
