@@ -5,7 +5,7 @@ tasks/verrange, reference), alternating, N times each, in this one process:
 
 - bare: copy the workspace and the tests to fresh temporary folders and run the
   manifest's test command with ``/bin/sh`` (as the README's "checking by hand");
-- judge: :func:`oracles.acceptance.judge` with the local sandbox: copy and hash,
+- judge: :func:`procgrade.oracles.acceptance.judge` with the local sandbox: copy and hash,
   scans, injection, the isolated run (dedicated uid, namespaces, tmpfs, rlimits),
   report parsing and teardown.
 
@@ -32,10 +32,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from oracles.acceptance import judge  # noqa: E402
-from oracles.local_sandbox import LocalSandbox  # noqa: E402
-from oracles.sandbox import RunSpec, Sandbox  # noqa: E402
-from oracles.task_package import Task, fill_template, load_task  # noqa: E402
+from procgrade.oracles.acceptance import judge  # noqa: E402
+from procgrade.oracles.local_sandbox import LocalSandbox  # noqa: E402
+from procgrade.oracles.sandbox import RunSpec, Sandbox  # noqa: E402
+from procgrade.oracles.task_package import Task, fill_template, load_task  # noqa: E402
 
 
 def bare_run(task: Task, app: Path) -> float:
@@ -101,7 +101,7 @@ def main() -> None:
     control = task.controls[args.control]
     sandbox: Sandbox
     if args.backend == "docker":
-        from oracles.docker_sandbox import DockerSandbox
+        from procgrade.oracles.docker_sandbox import DockerSandbox
 
         sandbox = DockerSandbox()
     else:

@@ -21,7 +21,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from engine.recorder import record  # noqa: E402
+from procgrade.engine.recorder import record  # noqa: E402
 
 
 def load(url: str, token: str, *, project: str, writers: int, events: int, batch: int, max_seconds: float) -> dict[str, Any]:
@@ -82,8 +82,8 @@ def load(url: str, token: str, *, project: str, writers: int, events: int, batch
 
 
 def _spawn(db: str) -> tuple[subprocess.Popen[bytes], str, str]:
-    from engine.store import open_store
-    from engine.tokens import TokenStore
+    from procgrade.engine.store import open_store
+    from procgrade.engine.tokens import TokenStore
 
     store = open_store(db, create=True)
     token, _ = TokenStore(store.engine).create("load/", "write", "bench")
@@ -91,7 +91,7 @@ def _spawn(db: str) -> tuple[subprocess.Popen[bytes], str, str]:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    proc = subprocess.Popen([sys.executable, "-m", "engine.collector", "--db", db, "--port", str(port)],
+    proc = subprocess.Popen([sys.executable, "-m", "procgrade.engine.collector", "--db", db, "--port", str(port)],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}"
     for _ in range(300):

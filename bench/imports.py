@@ -19,9 +19,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from engine.ingest import ingest_native, ingest_paths  # noqa: E402
-from engine.native import dump_native  # noqa: E402
-from engine.store import open_store  # noqa: E402
+from procgrade.engine.ingest import ingest_native, ingest_paths  # noqa: E402
+from procgrade.engine.native import dump_native  # noqa: E402
+from procgrade.engine.store import open_store  # noqa: E402
 
 FIXTURES = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "imports"
 

@@ -20,11 +20,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.synthetic import write_native  # noqa: E402
-from engine.chain import GENESIS  # noqa: E402
-from engine.ingest import ingest_native  # noqa: E402
-from engine.native import read_native  # noqa: E402
-from engine.store import open_store  # noqa: E402
-from engine.stored import to_stored  # noqa: E402
+from procgrade.engine.chain import GENESIS  # noqa: E402
+from procgrade.engine.ingest import ingest_native  # noqa: E402
+from procgrade.engine.native import read_native  # noqa: E402
+from procgrade.engine.store import open_store  # noqa: E402
+from procgrade.engine.stored import to_stored  # noqa: E402
 
 
 def prepared_rows(paths: list[Path]) -> list[tuple]:

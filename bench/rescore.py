@@ -20,13 +20,13 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.synthetic import write_native  # noqa: E402
-from engine.ingest import ingest_native  # noqa: E402
-from engine.rescoring import compute_score  # noqa: E402
-from engine.store import open_store  # noqa: E402
-from engine.store.scores import ScoreStore  # noqa: E402
-from rules.identity import ruleset_hash  # noqa: E402
-from rules.loading import load_ruleset  # noqa: E402
-from rules.monitor import RunMonitor  # noqa: E402
+from procgrade.engine.ingest import ingest_native  # noqa: E402
+from procgrade.engine.rescoring import compute_score  # noqa: E402
+from procgrade.engine.store import open_store  # noqa: E402
+from procgrade.engine.store.scores import ScoreStore  # noqa: E402
+from procgrade.rules.identity import ruleset_hash  # noqa: E402
+from procgrade.rules.loading import load_ruleset  # noqa: E402
+from procgrade.rules.monitor import RunMonitor  # noqa: E402
 
 
 def main() -> None:

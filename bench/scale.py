@@ -33,12 +33,12 @@ from rich.console import Console  # noqa: E402
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn  # noqa: E402
 
 from bench.synthetic import synthetic_run  # noqa: E402
-from engine.archive import export_archive  # noqa: E402
-from engine.executors import LocalExecutor, RayExecutor  # noqa: E402
-from engine.ingest import ingest_native  # noqa: E402
-from engine.parallel_scoring import score_many  # noqa: E402
-from engine.store import open_store  # noqa: E402
-from rules.loading import load_ruleset  # noqa: E402
+from procgrade.engine.archive import export_archive  # noqa: E402
+from procgrade.engine.executors import LocalExecutor, RayExecutor  # noqa: E402
+from procgrade.engine.ingest import ingest_native  # noqa: E402
+from procgrade.engine.parallel_scoring import score_many  # noqa: E402
+from procgrade.engine.store import open_store  # noqa: E402
+from procgrade.rules.loading import load_ruleset  # noqa: E402
 
 console = Console(stderr=True)
 APPLICATION = "procgrade-scale-bench"
@@ -176,7 +176,7 @@ class _bar:
 @contextlib.contextmanager
 def timed_writes() -> Iterator[dict[str, float]]:
     """Time the driver spends storing documents (the one serial writer: one transaction per task)."""
-    import engine.parallel_scoring as scoring
+    import procgrade.engine.parallel_scoring as scoring
 
     spent = {"seconds": 0.0, "documents": 0}
     original = scoring.store_scores
@@ -314,7 +314,7 @@ def projection(report: dict[str, Any], passes: list[dict[str, Any]]) -> dict[str
     per_document = inserting["writer_seconds"] / max(1, inserting["runs"])
     cores = 100 * 16
     events, runs = report["events"], report["runs"]
-    from engine.executors import MIN_TASK_EVENTS
+    from procgrade.engine.executors import MIN_TASK_EVENTS
 
     # No task is smaller than MIN_TASK_EVENTS, so a small archive cannot use every core.
     parallel = max(events / (per_worker * cores), min(events, MIN_TASK_EVENTS) / per_worker)

@@ -3,7 +3,7 @@
 The public surface for library users; the modules behind it can move freely. Names are
 imported on first use (PEP 562), so ``import engine`` (and the ``procgrade`` command's
 start, where a Ctrl-C must already be answered cleanly) costs nothing until one is needed.
-The documented API with one function per command is :mod:`engine.api`.
+The documented API with one function per command is :mod:`procgrade.engine.api`.
 """
 
 from __future__ import annotations
@@ -11,23 +11,23 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from engine.version import __version__
+from procgrade.engine.version import __version__
 
 #: Public name -> the module that defines it.
 _EXPORTS = {
-    "CanonicalJSONError": "engine.canonical", "canonical_json": "engine.canonical",
-    "ConflictError": "engine.errors", "EventIdConflictError": "engine.errors", "InputError": "engine.errors",
-    "ProcgradeError": "engine.errors", "RunSealedError": "engine.errors", "SchemaNotReadyError": "engine.errors",
-    "SeqConflictError": "engine.errors", "StoreError": "engine.errors", "UnknownRunError": "engine.errors",
-    "EVENT_KINDS": "engine.events", "AnyEvent": "engine.events", "Event": "engine.events",
-    "event_adapter": "engine.events", "events_json_schema": "engine.events", "is_model_actor": "engine.events",
-    "EXTRACTOR_VERSION": "engine.facts", "FACT_COLUMNS": "engine.facts", "extract_facts": "engine.facts",
-    "IngestReport": "engine.ingest", "ingest_native": "engine.ingest", "ingest_paths": "engine.ingest",
-    "LogVerification": "engine.log_verification", "verify_log": "engine.log_verification",
-    "dump_native": "engine.native", "read_native": "engine.native",
-    "AppendResult": "engine.store", "EventStore": "engine.store", "RunInfo": "engine.store",
-    "init_database": "engine.store", "open_store": "engine.store",
-    "RecordConflictError": "engine.recorder", "Recorder": "engine.recorder", "record": "engine.recorder",
+    "CanonicalJSONError": "procgrade.engine.canonical", "canonical_json": "procgrade.engine.canonical",
+    "ConflictError": "procgrade.engine.errors", "EventIdConflictError": "procgrade.engine.errors", "InputError": "procgrade.engine.errors",
+    "ProcgradeError": "procgrade.engine.errors", "RunSealedError": "procgrade.engine.errors", "SchemaNotReadyError": "procgrade.engine.errors",
+    "SeqConflictError": "procgrade.engine.errors", "StoreError": "procgrade.engine.errors", "UnknownRunError": "procgrade.engine.errors",
+    "EVENT_KINDS": "procgrade.engine.events", "AnyEvent": "procgrade.engine.events", "Event": "procgrade.engine.events",
+    "event_adapter": "procgrade.engine.events", "events_json_schema": "procgrade.engine.events", "is_model_actor": "procgrade.engine.events",
+    "EXTRACTOR_VERSION": "procgrade.engine.facts", "FACT_COLUMNS": "procgrade.engine.facts", "extract_facts": "procgrade.engine.facts",
+    "IngestReport": "procgrade.engine.ingest", "ingest_native": "procgrade.engine.ingest", "ingest_paths": "procgrade.engine.ingest",
+    "LogVerification": "procgrade.engine.log_verification", "verify_log": "procgrade.engine.log_verification",
+    "dump_native": "procgrade.engine.native", "read_native": "procgrade.engine.native",
+    "AppendResult": "procgrade.engine.store", "EventStore": "procgrade.engine.store", "RunInfo": "procgrade.engine.store",
+    "init_database": "procgrade.engine.store", "open_store": "procgrade.engine.store",
+    "RecordConflictError": "procgrade.engine.recorder", "Recorder": "procgrade.engine.recorder", "record": "procgrade.engine.recorder",
 }
 
 __all__ = sorted([*_EXPORTS, "__version__"])
@@ -47,8 +47,8 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:  # pragma: no cover - what type checkers and IDEs see
-    from engine.canonical import CanonicalJSONError, canonical_json
-    from engine.errors import (
+    from procgrade.engine.canonical import CanonicalJSONError, canonical_json
+    from procgrade.engine.errors import (
         ConflictError,
         EventIdConflictError,
         InputError,
@@ -59,10 +59,10 @@ if TYPE_CHECKING:  # pragma: no cover - what type checkers and IDEs see
         StoreError,
         UnknownRunError,
     )
-    from engine.events import EVENT_KINDS, AnyEvent, Event, event_adapter, events_json_schema, is_model_actor
-    from engine.facts import EXTRACTOR_VERSION, FACT_COLUMNS, extract_facts
-    from engine.ingest import IngestReport, ingest_native, ingest_paths
-    from engine.log_verification import LogVerification, verify_log
-    from engine.native import dump_native, read_native
-    from engine.recorder import RecordConflictError, Recorder, record
-    from engine.store import AppendResult, EventStore, RunInfo, init_database, open_store
+    from procgrade.engine.events import EVENT_KINDS, AnyEvent, Event, event_adapter, events_json_schema, is_model_actor
+    from procgrade.engine.facts import EXTRACTOR_VERSION, FACT_COLUMNS, extract_facts
+    from procgrade.engine.ingest import IngestReport, ingest_native, ingest_paths
+    from procgrade.engine.log_verification import LogVerification, verify_log
+    from procgrade.engine.native import dump_native, read_native
+    from procgrade.engine.recorder import RecordConflictError, Recorder, record
+    from procgrade.engine.store import AppendResult, EventStore, RunInfo, init_database, open_store

@@ -1,6 +1,6 @@
 """procgrade's Python API: one function per command, and DataFrame views for notebooks.
 
-``from engine.api import *`` is the whole public surface (``import procgrade`` once the
+``from procgrade.engine.api import *`` is the whole public surface (``import procgrade`` once the
 package is installed under that name). Each function mirrors a ``procgrade`` command one to
 one and takes the same choices as keyword arguments; the command line is a thin layer over
 them. Functions that touch the store take ``store`` first: an open :class:`EventStore`
@@ -15,7 +15,7 @@ them. Functions that touch the store take ``store`` first: an open :class:`Event
     scores = pg.scores_df(store)                  # one row per stored score document
     pg.compare(store, by="model", allow_mixed=True).to_dict()
 
-Errors are :mod:`engine.errors` exceptions (``ProcgradeError`` and its kinds), never a
+Errors are :mod:`procgrade.engine.errors` exceptions (``ProcgradeError`` and its kinds), never a
 driver's. The ``*_df`` functions need pandas (``pip install 'procgrade[analysis]'``), imported
 only when one is called; their rows come in a fixed order (run id, then seq), so the same store
 gives the same frame.
@@ -31,7 +31,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Union
 
-from engine.errors import (
+from procgrade.engine.errors import (
     ConflictError,
     DatabaseUnavailableError,
     EventIdConflictError,
@@ -45,25 +45,25 @@ from engine.errors import (
     StoreError,
     UnknownRunError,
 )
-from engine.events import Event
-from engine.ingest import Ingested
-from engine.log_verification import LogVerification
-from engine.rescoring import Drift, ScoreOutcome
-from engine.store import DEFAULT_DB, EventStore, RunInfo
-from engine.version import __version__
+from procgrade.engine.events import Event
+from procgrade.engine.ingest import Ingested
+from procgrade.engine.log_verification import LogVerification
+from procgrade.engine.rescoring import Drift, ScoreOutcome
+from procgrade.engine.store import DEFAULT_DB, EventStore, RunInfo
+from procgrade.engine.version import __version__
 
 if TYPE_CHECKING:  # heavy or optional modules, imported by the functions that need them
     import pandas
 
-    from engine.analysis.calibration import Calibration
-    from engine.analysis.comparison import Comparison, GroupOutcome
-    from engine.grades.importing import GradesImport
-    from engine.reporting import Report
-    from oracles.acceptance import ControlCheck, Verdict
-    from oracles.task_package import Task
-    from rules.model import RuleSet
-    from rules.monitor import Finding
-    from rules.planted import PlantedResult
+    from procgrade.engine.analysis.calibration import Calibration
+    from procgrade.engine.analysis.comparison import Comparison, GroupOutcome
+    from procgrade.engine.grades.importing import GradesImport
+    from procgrade.engine.reporting import Report
+    from procgrade.oracles.acceptance import ControlCheck, Verdict
+    from procgrade.oracles.task_package import Task
+    from procgrade.rules.model import RuleSet
+    from procgrade.rules.monitor import Finding
+    from procgrade.rules.planted import PlantedResult
 
 __all__ = [
     # the store
@@ -101,14 +101,14 @@ def open_store(db: str | os.PathLike | None = None, *, create: bool = False) -> 
     """Open the store at ``db`` (default ``$PROCGRADE_DB``, else ``sqlite:///procgrade.db``); close it with
     ``.close()``. ``create`` gives an empty database the schema (SQLite: creates the file); without it a
     missing SQLite file is :class:`SchemaNotReadyError`, never created."""
-    from engine.store import open_store as _open
+    from procgrade.engine.store import open_store as _open
 
     return _open(_url(db), create=create)
 
 
 def init(db: str | os.PathLike | None = None) -> str:
     """``procgrade init``: create the schema at ``db``, or migrate it to this version; the revision."""
-    from engine.store import init_database
+    from procgrade.engine.store import init_database
 
     return init_database(_url(db))[0]
 
@@ -119,7 +119,7 @@ def _using(store: Store, *, create: bool = False) -> Iterator[EventStore]:
     if isinstance(store, EventStore):
         yield store
         return
-    from engine.interrupts import deferred_interrupt
+    from procgrade.engine.interrupts import deferred_interrupt
 
     opened = open_store(store, create=create)
     try:
@@ -130,8 +130,8 @@ def _using(store: Store, *, create: bool = False) -> Iterator[EventStore]:
 
 
 def _ruleset(rules: Rules) -> RuleSet:
-    from rules.loading import load_ruleset
-    from rules.model import RuleSet
+    from procgrade.rules.loading import load_ruleset
+    from procgrade.rules.model import RuleSet
 
     return rules if isinstance(rules, RuleSet) else load_ruleset(None if rules is None else Path(rules))
 
@@ -141,7 +141,7 @@ def _ruleset(rules: Rules) -> RuleSet:
 
 def formats() -> list[str]:
     """``procgrade formats``: what ``ingest(format=...)`` takes: auto, native and every importer's name."""
-    from engine.ingest import formats as _formats
+    from procgrade.engine.ingest import formats as _formats
 
     return _formats()
 
@@ -150,7 +150,7 @@ def ingest(store: Store, paths: Sequence[str | os.PathLike], *, format: str = "a
     """``procgrade ingest``: read files, directories and archives and append every run in one transaction
     (all or nothing; re-ingesting is a no-op). ``format`` is ``auto`` (detect per file), ``native`` or an
     importer's name; ``seal`` seals each run after it. Returns a report per run and the unrecognised files."""
-    from engine.ingest import ingest_paths
+    from procgrade.engine.ingest import ingest_paths
 
     known = formats()
     if format not in known:
@@ -175,7 +175,7 @@ def show(store: Store, run_id: str) -> list[Event]:
 def verify_log(store: Store, run_ids: Sequence[str] | None = None) -> list[LogVerification]:
     """``procgrade verify-log``: recompute each run's hash chain, facts and payload digests (default all
     runs); a result per run, ``.ok`` when nothing differs."""
-    from engine.log_verification import verify_log as _verify_log
+    from procgrade.engine.log_verification import verify_log as _verify_log
 
     with _using(store) as opened:
         ids = list(run_ids) if run_ids is not None else [info.run_id for info in opened.runs()]
@@ -185,8 +185,8 @@ def verify_log(store: Store, run_ids: Sequence[str] | None = None) -> list[LogVe
 def export(store: Store, run_id: str, path: str | os.PathLike | None = None) -> bytes | Path:
     """``procgrade export``: the run as native JSONL (ingesting it elsewhere gives the same head hash): the
     bytes, or written whole to ``path`` (checked before reading the run) and the path returned."""
-    from engine.native import dump_native
-    from engine.output_files import check_output, write_whole
+    from procgrade.engine.native import dump_native
+    from procgrade.engine.output_files import check_output, write_whole
 
     if path is not None:
         check_output(path, "the export file")
@@ -206,15 +206,15 @@ def schema(name: str) -> dict[str, Any]:
     """``procgrade schema``: the JSON Schema of ``events`` (one native line), ``rules`` (a rule set file) or
     ``grades`` (an arena grade sheet)."""
     if name == "events":
-        from engine.events import events_json_schema
+        from procgrade.engine.events import events_json_schema
 
         return events_json_schema()
     if name == "rules":
-        from rules.model import ruleset_json_schema
+        from procgrade.rules.model import ruleset_json_schema
 
         return ruleset_json_schema()
     if name == "grades":
-        from engine.grades import grade_sheet_json_schema
+        from procgrade.engine.grades import grade_sheet_json_schema
 
         return grade_sheet_json_schema()
     raise ProcgradeError(f"no schema {name!r}: events, rules or grades")
@@ -227,7 +227,7 @@ def score(store: Store, run_ids: Sequence[str], *, rules: Rules = None,
           progress: Callable[[str], None] | None = None) -> list[ScoreOutcome]:
     """``procgrade score``: score runs under a rule set and store one canonical document per run and rule
     set (identical re-scores are no-ops); ``progress(run_id)`` is called after each is stored."""
-    from engine.rescoring import score_runs
+    from procgrade.engine.rescoring import score_runs
 
     ruleset = _ruleset(rules)
     with _using(store) as opened:
@@ -239,7 +239,7 @@ def rescore(store: Store, *, rules: Rules = None, workers: int = 1,
     """``procgrade rescore --all``: score every stored run (``workers`` processes; the bytes stored never
     depend on it). A new rule set adds scores beside the old ones; stored scores are kept, so an
     interrupted rescore continues where it stopped when run again."""
-    from engine.rescoring import score_runs
+    from procgrade.engine.rescoring import score_runs
 
     if workers < 1:
         raise ProcgradeError(f"workers must be at least 1, got {workers}")
@@ -264,7 +264,7 @@ class Verification:
 def verify(store: Store, run_ids: Sequence[str] | None = None) -> Verification:
     """``procgrade verify``: recompute every stored score (of ``run_ids``, default all) from the stored log
     prefix and the stored rule set, and byte-compare."""
-    from engine.rescoring import verify_scores
+    from procgrade.engine.rescoring import verify_scores
 
     with _using(store) as opened:
         checked, drifts = verify_scores(opened, None if run_ids is None else list(run_ids))
@@ -290,7 +290,7 @@ class Explanation:
 
 def explain(store: Store, run_id: str, *, rules: Rules = None) -> Explanation:
     """``procgrade explain``: per rule, the verdicts on a run with the events each cites."""
-    from engine.rescoring import run_findings
+    from procgrade.engine.rescoring import run_findings
 
     ruleset = _ruleset(rules)
     with _using(store) as opened:
@@ -301,7 +301,7 @@ def explain(store: Store, run_id: str, *, rules: Rules = None) -> Explanation:
 def validate_rules(directory: str | os.PathLike, *, rules: Rules = None) -> list[PlantedResult]:
     """``procgrade validate-rules``: run a planted-fault corpus (one folder per rule id with ``fault.jsonl``
     and ``clean.jsonl``); each result says whether the fault was flagged and which rules flag the twin."""
-    from rules.planted import validate_corpus
+    from procgrade.rules.planted import validate_corpus
 
     return validate_corpus(Path(directory), _ruleset(rules))
 
@@ -314,7 +314,7 @@ def import_grades(store: Store, paths: Sequence[str | os.PathLike], *, format: s
     """``procgrade grades import``: append human and judge grades (arena sheets, DevAI judgments; ``format``
     auto, arena or devai) to the runs they grade, all or nothing; ``create=False`` makes a grade for a run
     the store does not hold an error instead of creating a grades-only run."""
-    from engine.grades import GRADE_FORMATS, import_grades as _import
+    from procgrade.engine.grades import GRADE_FORMATS, import_grades as _import
 
     if format not in GRADE_FORMATS:
         raise ProcgradeError(f"unknown grades format {format!r} (known: {', '.join(GRADE_FORMATS)})")
@@ -338,7 +338,7 @@ def accept(store: Store, task: str | os.PathLike, workspace: str | os.PathLike, 
     and append the check to run ``run`` (default: an outcome-only run ``acceptance/<task>/<hash>``).
     The verdict's ``.result.accepted`` says whether it passed. ``python`` (local) or ``image`` (docker)
     choose the judge environment's base, ``packages`` add local packages to the task's judge environment."""
-    from oracles.acceptance import accept as _accept, make_sandbox
+    from procgrade.oracles.acceptance import accept as _accept, make_sandbox
 
     folder = _workspace(workspace)
     sandbox = make_sandbox(backend, python=python, image=image, packages=[Path(p) for p in packages])
@@ -350,19 +350,19 @@ def accept(store: Store, task: str | os.PathLike, workspace: str | os.PathLike, 
 def validate_task(directory: str | os.PathLike, *, backend: str = "local") -> tuple[Task, list[ControlCheck]]:
     """``procgrade task validate``: judge every control of a task package; each check says whether the
     control got its expected reward."""
-    from oracles.acceptance import validate_task as _validate
+    from procgrade.oracles.acceptance import validate_task as _validate
 
     return _validate(Path(directory), backend)
 
 
 def _views(store: EventStore, rules: Rules | bool) -> list[Any]:
-    from engine.analysis.dataset import load_runs
+    from procgrade.engine.analysis.dataset import load_runs
 
     return load_runs(store, None if rules is False else _ruleset(None if rules is True else rules))
 
 
 def _by(by: str) -> str:
-    from engine.analysis.comparison import check_field
+    from procgrade.engine.analysis.comparison import check_field
 
     try:
         return check_field(by)
@@ -374,7 +374,7 @@ def outcomes(store: Store, *, by: str = "model", allow_mixed: bool = False) -> t
     """``procgrade outcomes``: outcome metrics per group of runs (pass@1, plan pass rate with ViBench 2.0
     intervals, pass^k via ``.pass_hat_k(k)``). Runs of a group whose settings differ are refused
     (``MixedGroupSettingsError``) unless ``allow_mixed``."""
-    from engine.analysis.comparison import group_outcomes
+    from procgrade.engine.analysis.comparison import group_outcomes
 
     _by(by)
     with _using(store) as opened:
@@ -387,10 +387,10 @@ def compare(store: Store, *, by: str = "model", rules: Rules = None, allow_mixed
     """``procgrade compare``: process score against outcome per group: both rankings, Spearman and Kendall
     tau-b with seeded bootstrap intervals (``resamples``, default 9999), and the rank flips;
     ``min_coverage`` leaves out runs whose share of applicable rules is lower, ``identity`` is a model
-    identity (:mod:`engine.analysis.model_identity`, e.g. with an alias file);
+    identity (:mod:`procgrade.engine.analysis.model_identity`, e.g. with an alias file);
     ``.to_dict()`` is the canonical JSON's content."""
-    from engine.analysis.comparison import DEFAULT_RESAMPLES
-    from engine.analysis.comparison import compare as _compare
+    from procgrade.engine.analysis.comparison import DEFAULT_RESAMPLES
+    from procgrade.engine.analysis.comparison import compare as _compare
 
     _by(by)
     ruleset = _ruleset(rules)
@@ -409,7 +409,7 @@ def calibrate(store: Store, *, candidates: Sequence[str] = ("judge",), reference
               items: Sequence[str] | None = None, pool_items: bool = False) -> Calibration:
     """``procgrade calibrate``: automated grades (``candidates``: judge, rules, an actor or a sheet) against
     the ``reference`` grader's: agreement, kappa, error rates, rank correlation, Bradley-Terry ratings."""
-    from engine.analysis.calibration import calibrate_store
+    from procgrade.engine.analysis.calibration import calibrate_store
 
     rules_path = None if rules is None or not isinstance(rules, (str, os.PathLike)) else Path(rules)
     with _using(store) as opened:
@@ -425,8 +425,8 @@ def report(store: Store, path: str | os.PathLike, *, by: str = "model", rules: R
     """``procgrade report --html``: write one self-contained HTML page (runs, process vs outcome,
     calibration, charts, every run's timeline). ``path`` is checked before any work and written whole
     (never half a page); returns the page and its one-line summary."""
-    from engine.output_files import check_output, write_whole
-    from engine.reporting import render_report
+    from procgrade.engine.output_files import check_output, write_whole
+    from procgrade.engine.reporting import render_report
 
     check_output(path, "the report")
     _by(by)
@@ -483,7 +483,7 @@ _RUN_COLUMNS = ("run_id", "format", "harness", "harness_version", "model", "task
 def runs_df(store: Store) -> pandas.DataFrame:
     """One row per run: provenance (``settings.<key>`` and ``labels.<key>`` columns too, as ``--by``
     names them), event count, head hash, sealing, and what an importer kept or redacted."""
-    from engine.events import RunStarted
+    from procgrade.engine.events import RunStarted
 
     rows = []
     with _using(store) as opened:
@@ -507,8 +507,8 @@ def events_df(store: Store, run_ids: Sequence[str] | None = None, *, payload: bo
     """One row per event (of ``run_ids``, default all), by run then seq: the envelope, the typed fact
     columns rules read, ``what`` (as ``procgrade show`` describes it), the payload digest and chain hash;
     ``payload=True`` adds the raw payload (a dict) too."""
-    from engine.stored import STORED_COLUMNS, to_event
-    from engine.timeline import describe
+    from procgrade.engine.stored import STORED_COLUMNS, to_event
+    from procgrade.engine.timeline import describe
 
     keep = [c for c in STORED_COLUMNS if c not in ("facts", "payload")]
     columns = [*keep[:8], "what", *keep[8:]] + (["payload"] if payload else [])
@@ -529,7 +529,7 @@ def findings_df(store: Store, run_ids: Sequence[str] | None = None, *, rules: Ru
                 verdicts: Sequence[str] = ("fulfilled", "violated", "vacuous")) -> pandas.DataFrame:
     """One row per rule activation on each run's whole log under a rule set (computed, not stored): rule,
     pattern, verdict, the seq and stage it is about, and the seqs it cites (a tuple)."""
-    from engine.rescoring import run_findings
+    from procgrade.engine.rescoring import run_findings
 
     ruleset = _ruleset(rules)
     pattern = {rule.id: rule.pattern for rule in ruleset.rules}
@@ -553,7 +553,7 @@ def scores_df(store: Store, run_ids: Sequence[str] | None = None) -> pandas.Data
     version, document hash."""
     import orjson
 
-    from engine.store.scores import ScoreStore
+    from procgrade.engine.store.scores import ScoreStore
 
     rows = []
     with _using(store) as opened:

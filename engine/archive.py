@@ -29,14 +29,14 @@ from urllib.parse import quote
 import orjson
 from pydantic import ValidationError
 
-from engine.canonical import canonical_json, parse_json
-from engine.chain import GENESIS, link
-from engine.errors import InputError, ProcgradeError, UnknownRunError
-from engine.events import event_adapter
-from engine.facts import EXTRACTOR_VERSION, FACT_COLUMNS, extract_facts
-from engine.store import EventStore
-from engine.store.schema import events as events_table
-from engine.stored import STORED_COLUMNS
+from procgrade.engine.canonical import canonical_json, parse_json
+from procgrade.engine.chain import GENESIS, link
+from procgrade.engine.errors import InputError, ProcgradeError, UnknownRunError
+from procgrade.engine.events import event_adapter
+from procgrade.engine.facts import EXTRACTOR_VERSION, FACT_COLUMNS, extract_facts
+from procgrade.engine.store import EventStore
+from procgrade.engine.store.schema import events as events_table
+from procgrade.engine.stored import STORED_COLUMNS
 
 __all__ = [
     "ARCHIVE_FORMAT", "ARCHIVE_COLUMNS", "ArchivedRun", "Archive", "ArchiveVerification",
@@ -240,7 +240,7 @@ class Archive:
     def fact_batches(self, run_id: str, *, upto: int | None = None,
                      batch: int = 20_000) -> Iterator[list[tuple[Any, ...]]]:
         """The run's fact rows in seq order, as the store gives them (rules cannot tell)."""
-        from engine.store.scores import FACT_ROW_COLUMNS
+        from procgrade.engine.store.scores import FACT_ROW_COLUMNS
 
         run = self.run(run_id)
         extractor = run.extractor_version
@@ -366,7 +366,7 @@ def _derived_checker() -> Any:
         return None
     if _DERIVED != ("in_stage",):  # pragma: no cover - a new derived column needs its check here
         raise ProcgradeError(f"archive verification does not know the derived columns {_DERIVED}")
-    from engine.stages import StageTracker  # type: ignore[import-not-found]
+    from procgrade.engine.stages import StageTracker  # type: ignore[import-not-found]
 
     tracker = StageTracker(strict=False)
 

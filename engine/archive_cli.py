@@ -10,7 +10,7 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
-from engine.store import DEFAULT_DB
+from procgrade.engine.store import DEFAULT_DB
 
 archive_app = typer.Typer(help="Columnar (Parquet) archives of sealed runs: export, verify; "
                                "`rescore --from-archive` scores from them.", no_args_is_help=True)
@@ -42,7 +42,7 @@ def events_progress(label: str) -> Iterator[tuple[Callable[[int, int], None], Ca
 
 
 def executor_from(kind: str, workers: int, address: str | None):
-    from engine.executors import make_executor
+    from procgrade.engine.executors import make_executor
 
     return make_executor(kind, workers=workers, address=address)
 
@@ -54,8 +54,8 @@ def export_command(
     db: DbOption = DEFAULT_DB,
 ) -> None:
     """Write sealed runs' fact, envelope and digest columns to Parquet, one file per run, sorted by seq."""
-    from engine.archive import export_archive
-    from engine.store import open_store
+    from procgrade.engine.archive import export_archive
+    from procgrade.engine.store import open_store
 
     store = open_store(db)
     try:
@@ -77,7 +77,7 @@ def verify_command(
     address: AddressOption = None,
 ) -> None:
     """Recompute every run's chain and fact columns from the archive alone; exit 1 on any mismatch."""
-    from engine.parallel_scoring import verify_archive_many
+    from procgrade.engine.parallel_scoring import verify_archive_many
 
     with executor_from(executor, workers, address) as runner, events_progress("verifying") as (plan, advance):
         results = verify_archive_many(location, run_ids, executor=runner, on_events=advance, on_plan=plan)

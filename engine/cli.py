@@ -14,12 +14,12 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from engine.errors import InputError, ProcgradeError, StoreError
+from procgrade.engine.errors import InputError, ProcgradeError, StoreError
 
 if TYPE_CHECKING:
-    from engine.store import EventStore
+    from procgrade.engine.store import EventStore
 
-#: The default store, as :data:`engine.store.DEFAULT_DB` (kept here so that ``--help`` loads no database driver).
+#: The default store, as :data:`procgrade.engine.store.DEFAULT_DB` (kept here so that ``--help`` loads no database driver).
 DEFAULT_DB = "sqlite:///procgrade.db"
 
 app = typer.Typer(
@@ -32,7 +32,7 @@ app = typer.Typer(
 schema_app = typer.Typer(help="Print the JSON Schema of procgrade's input formats.", no_args_is_help=True)
 app.add_typer(schema_app, name="schema")
 # Columnar archives and the executor options (issue 18): engine/archive_cli.py.
-from engine.archive_cli import AddressOption, ExecutorOption, WorkersOption, archive_app, events_progress, executor_from  # noqa: E402
+from procgrade.engine.archive_cli import AddressOption, ExecutorOption, WorkersOption, archive_app, events_progress, executor_from  # noqa: E402
 
 app.add_typer(archive_app, name="archive")
 
@@ -48,8 +48,8 @@ DbOption = Annotated[
 
 def _print_version(value: bool) -> None:
     if value:
-        from engine.version import __version__
-        from engine.facts import EXTRACTOR_VERSION
+        from procgrade.engine.version import __version__
+        from procgrade.engine.facts import EXTRACTOR_VERSION
 
         out.print(f"procgrade {__version__} (fact extractor {EXTRACTOR_VERSION})")
         raise typer.Exit()
@@ -67,8 +67,8 @@ def _main_options(
 
 @contextmanager
 def _store(db: str, *, create: bool = False) -> Iterator[EventStore]:
-    from engine.interrupts import deferred_interrupt
-    from engine.store import open_store
+    from procgrade.engine.interrupts import deferred_interrupt
+    from procgrade.engine.store import open_store
 
     store = open_store(db, create=create)
     try:
@@ -86,7 +86,7 @@ def _fail(message: str, code: int = 1) -> None:
 @app.command()
 def init(db: DbOption = DEFAULT_DB) -> None:
     """Create the database schema, or migrate it to this version of procgrade."""
-    from engine.store import init_database
+    from procgrade.engine.store import init_database
 
     revision, where = init_database(db)
     out.print(f"database ready at schema revision {revision}: {where}")
@@ -105,8 +105,8 @@ def ingest(
     db: DbOption = DEFAULT_DB,
 ) -> None:
     """Ingest runs: each run whole or not at all; re-ingesting the same input is a no-op."""
-    from engine.importers.provenance import parse_labels
-    from engine.ingest import Overrides, formats, ingest_paths
+    from procgrade.engine.importers.provenance import parse_labels
+    from procgrade.engine.ingest import Overrides, formats, ingest_paths
 
     if format not in formats():
         _fail(f"procgrade: unknown format {format!r} (known: {', '.join(formats())})", 2)
@@ -123,7 +123,7 @@ def ingest(
 @app.command("formats")
 def formats_command() -> None:
     """List the input formats procgrade reads."""
-    from engine.importers import importers
+    from procgrade.engine.importers import importers
 
     table = Table(show_header=True, header_style="bold", box=None)
     table.add_column("format")
@@ -160,7 +160,7 @@ def _count(value: int | None) -> str:
 @app.command()
 def show(run_id: Annotated[str, typer.Argument(help="The run.")], db: DbOption = DEFAULT_DB) -> None:
     """Show a run's timeline in seq order."""
-    from engine.timeline import describe
+    from procgrade.engine.timeline import describe
 
     with _store(db) as store:
         info = store.run(run_id)
@@ -181,8 +181,8 @@ def verify_log_command(
     db: DbOption = DEFAULT_DB,
 ) -> None:
     """Recompute each run's hash chain from the stored events; exit 1 on any mismatch."""
-    from engine.integrity import seal_problems
-    from engine.log_verification import verify_log
+    from procgrade.engine.integrity import seal_problems
+    from procgrade.engine.log_verification import verify_log
 
     bad = 0
     with _store(db) as store:
@@ -214,8 +214,8 @@ def export(
     db: DbOption = DEFAULT_DB,
 ) -> None:
     """Export a run as native JSONL (ingesting it elsewhere gives the same head hash)."""
-    from engine import api
-    from engine.native import dump_native
+    from procgrade.engine import api
+    from procgrade.engine.native import dump_native
 
     if output is not None:
         api.export(db, run_id, output)  # the path is checked first; the file is written whole
@@ -244,7 +244,7 @@ def seal(
         info = store.seal(run_id)
         out.print(f"{run_id}: sealed at {info.sealed_event_count} events, head {info.sealed_head_hash}")
         if sign is not None:
-            from engine.receipts import write_receipt
+            from procgrade.engine.receipts import write_receipt
 
             out.print(Text(f"{run_id}: signed receipt {write_receipt(store, run_id, sign, receipts)}"))
 
@@ -256,7 +256,7 @@ def keygen(
                                                    "(default: PRIVATE.pub).")] = None,
 ) -> None:
     """Make an Ed25519 key pair for signing seal receipts (keep the private key away from the database)."""
-    from engine.receipts import generate_keys
+    from procgrade.engine.receipts import generate_keys
 
     public = public or private.with_name(private.name + ".pub")
     fingerprint = generate_keys(private, public)
@@ -264,7 +264,7 @@ def keygen(
 
 
 def _check_receipts(store: EventStore, receipts: Path, public_key: Optional[Path], run_ids: Optional[list[str]]) -> int:
-    from engine.receipts import verify_receipts
+    from procgrade.engine.receipts import verify_receipts
 
     if public_key is None:
         _fail("procgrade: --receipts needs --public-key (the key that signed them)", 2)
@@ -292,9 +292,9 @@ def score(
     db: DbOption = DEFAULT_DB,
 ) -> None:
     """Score runs with a rule set and store the score documents (identical re-scores are no-ops)."""
-    from engine.cli_errors import on_interrupt
-    from engine.parallel_scoring import score_many
-    from rules.loading import load_ruleset
+    from procgrade.engine.cli_errors import on_interrupt
+    from procgrade.engine.parallel_scoring import score_many
+    from procgrade.rules.loading import load_ruleset
 
     ruleset = load_ruleset(rules)
     stored: list[str] = []
@@ -316,7 +316,7 @@ def _scores_stored(stored: list[str], total: int | None, again: str) -> str:
 
 
 def _print_scores(outcomes: list, ruleset_name: str) -> None:
-    from engine.scoring import NOT_GRADED, display
+    from procgrade.engine.scoring import NOT_GRADED, display
 
     table = Table("run", "events", "violations", "process score", "exact", "stored",
                   title=f"rule set {ruleset_name}")
@@ -345,9 +345,9 @@ def rescore(
     db: DbOption = DEFAULT_DB,
 ) -> None:
     """Re-score stored runs; a new rule set adds scores and never replaces old ones."""
-    from engine.cli_errors import on_interrupt
-    from engine.parallel_scoring import score_many
-    from rules.loading import load_ruleset
+    from procgrade.engine.cli_errors import on_interrupt
+    from procgrade.engine.parallel_scoring import score_many
+    from procgrade.rules.loading import load_ruleset
 
     if not all_runs:
         _fail("procgrade rescore: say which runs: --all (or use `procgrade score RUN...`)", 2)
@@ -377,9 +377,9 @@ def verify_command(
     db: DbOption = DEFAULT_DB,
 ) -> None:
     """Recompute every stored score and byte-compare; exit 1 naming any drift."""
-    from engine.parallel_scoring import verify_many
+    from procgrade.engine.parallel_scoring import verify_many
 
-    from engine.integrity import integrity_problems
+    from procgrade.engine.integrity import integrity_problems
 
     with _store(db) as store, executor_from(executor, workers, address) as runner:
         problems = integrity_problems(store, run_ids)
@@ -402,7 +402,7 @@ def explain(
     db: DbOption = DEFAULT_DB,
 ) -> None:
     """Per rule: the verdicts on a run, with the events each one cites."""
-    from engine.explanation import explain_run
+    from procgrade.engine.explanation import explain_run
 
     with _store(db) as store:
         explanation = explain_run(store, run_id, rules, show_all=show_all)
@@ -416,9 +416,9 @@ def validate_rules(
     rules: RulesOption = None,
 ) -> None:
     """Run a planted-fault corpus: every fault must be flagged by its rule, no clean twin by any rule."""
-    from rules.loading import load_ruleset
-    from rules.model import BEHAVIOUR_PATTERNS, BINARY_CHECKS
-    from rules.planted import coverage, summary, uncovered, validate_corpus
+    from procgrade.rules.loading import load_ruleset
+    from procgrade.rules.model import BEHAVIOUR_PATTERNS, BINARY_CHECKS
+    from procgrade.rules.planted import coverage, summary, uncovered, validate_corpus
 
     ruleset = load_ruleset(rules)
     results = validate_corpus(directory, ruleset)
@@ -449,8 +449,8 @@ def rule_signal(
     db: DbOption = DEFAULT_DB,
 ) -> None:
     """Does a rule set carry signal on the stored runs? Per-rule applicability, sole deciders, AUC for resolution."""
-    from rules.loading import load_ruleset
-    from rules.signal import render
+    from procgrade.rules.loading import load_ruleset
+    from procgrade.rules.signal import render
 
     with _store(db) as store:
         for line in render(store, load_ruleset(rules)):
@@ -479,9 +479,9 @@ def report(
     db: DbOption = DEFAULT_DB,
 ) -> None:
     """Write a static HTML report: comparison, calibration, charts and every run's timeline with its findings."""
-    from engine import api
-    from engine.cli_errors import on_interrupt
-    from rules.loading import load_ruleset
+    from procgrade.engine import api
+    from procgrade.engine.cli_errors import on_interrupt
+    from procgrade.rules.loading import load_ruleset
 
     threshold, identity = _analysis_filters(min_coverage, aliases)
     ruleset = load_ruleset(rules)
@@ -502,7 +502,7 @@ def report(
 @schema_app.command("rules")
 def schema_rules() -> None:
     """The JSON Schema of a rule set file."""
-    from rules.model import ruleset_json_schema
+    from procgrade.rules.model import ruleset_json_schema
 
     sys.stdout.buffer.write(orjson.dumps(ruleset_json_schema(), option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS) + b"\n")
 
@@ -510,7 +510,7 @@ def schema_rules() -> None:
 @schema_app.command("rubric")
 def schema_rubric() -> None:
     """The JSON Schema of an LLM-judge rubric file."""
-    from judges.cli import schema_rubric as print_schema
+    from procgrade.judges.cli import schema_rubric as print_schema
 
     print_schema()
 
@@ -518,7 +518,7 @@ def schema_rubric() -> None:
 @schema_app.command("events")
 def schema_events() -> None:
     """The JSON Schema of one native event line."""
-    from engine.events import events_json_schema
+    from procgrade.engine.events import events_json_schema
 
     sys.stdout.buffer.write(orjson.dumps(events_json_schema(), option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS) + b"\n")
 
@@ -526,7 +526,7 @@ def schema_events() -> None:
 @schema_app.command("plan")
 def schema_plan() -> None:
     """The JSON Schema of a browser test plan (tasks/<id>/plans/<id>.yaml)."""
-    from oracles.browser_plans import plan_json_schema
+    from procgrade.oracles.browser_plans import plan_json_schema
 
     sys.stdout.buffer.write(orjson.dumps(plan_json_schema(), option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS) + b"\n")
 
@@ -534,7 +534,7 @@ def schema_plan() -> None:
 @schema_app.command("product")
 def schema_product() -> None:
     """The JSON Schema of a task's product.yaml (how the product under test starts)."""
-    from oracles.browser_plans import product_json_schema
+    from procgrade.oracles.browser_plans import product_json_schema
 
     sys.stdout.buffer.write(orjson.dumps(product_json_schema(), option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS) + b"\n")
 
@@ -555,7 +555,7 @@ def grades_import(
     db: DbOption = DEFAULT_DB,
 ) -> None:
     """Append grades to the runs they grade: all or nothing; re-importing a sheet is a no-op."""
-    from engine.grades import GRADE_FORMATS, import_grades
+    from procgrade.engine.grades import GRADE_FORMATS, import_grades
 
     if format not in GRADE_FORMATS:
         _fail(f"procgrade: unknown grades format {format!r} (known: {', '.join(GRADE_FORMATS)})", 2)
@@ -574,7 +574,7 @@ def grades_import(
 @schema_app.command("grades")
 def schema_grades() -> None:
     """The JSON Schema of an arena grade sheet (JSON spelling)."""
-    from engine.grades import grade_sheet_json_schema
+    from procgrade.engine.grades import grade_sheet_json_schema
 
     sys.stdout.buffer.write(orjson.dumps(grade_sheet_json_schema(), option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS) + b"\n")
 
@@ -611,7 +611,7 @@ def accept(
     db: DbOption = DEFAULT_DB,
 ) -> None:
     """Judge a workspace against a task's hidden tests and record the verdict (exit 0 only when accepted)."""
-    from engine import api
+    from procgrade.engine import api
 
     verdict = api.accept(db, task, workspace, run=run, backend=backend, submit_file=submit_file, timeout=timeout,
                          python=python, image=image, packages=with_package or ())
@@ -646,10 +646,10 @@ def task_validate(
     """Judge every control of a task package; exit 1 unless each gets its expected reward. A package with
     browser plans (product.yaml, plans/) also has its plans validated: the reference build must pass every
     plan in every grade and every planted bug's plan must fail every grade (printed like ViBench's Table 4)."""
-    from oracles.acceptance import make_sandbox, validate_task
+    from procgrade.oracles.acceptance import make_sandbox, validate_task
 
     if (directory / "product.yaml").is_file():
-        from oracles.browser_cli import run_validate_plans
+        from procgrade.oracles.browser_cli import run_validate_plans
 
         code = run_validate_plans(out, err, directory, grader, grades, bug_grades, {})
         if not (directory / "source" / "manifest.json").is_file() or code:
@@ -699,8 +699,8 @@ AliasesOption = Annotated[Optional[Path], typer.Option(
 
 def _analysis_filters(min_coverage: str | None, aliases: Path | None):  # type: ignore[no-untyped-def]
     """The parsed --min-coverage (exact) and the model identity of --aliases."""
-    from engine.analysis.graded_runs import parse_min_coverage
-    from engine.analysis.model_identity import ModelIdentity, load_aliases
+    from procgrade.engine.analysis.graded_runs import parse_min_coverage
+    from procgrade.engine.analysis.model_identity import ModelIdentity, load_aliases
 
     try:
         threshold = parse_min_coverage(min_coverage)
@@ -723,10 +723,10 @@ def compare_command(
     db: DbOption = DEFAULT_DB,
 ) -> None:
     """Process score against outcome per group: both rankings, Spearman and Kendall tau-b, and the rank flips."""
-    from engine.analysis.comparison import check_field, compare
-    from engine.analysis.dataset import load_runs
-    from engine.canonical import canonical_json
-    from rules.loading import load_ruleset
+    from procgrade.engine.analysis.comparison import check_field, compare
+    from procgrade.engine.analysis.dataset import load_runs
+    from procgrade.engine.canonical import canonical_json
+    from procgrade.rules.loading import load_ruleset
 
     try:
         check_field(by)
@@ -762,10 +762,10 @@ def associate_command(
 ) -> None:
     """Which process behaviours predict outcome: per rule, violation rate in resolved vs unresolved runs and the
     odds ratio with its exact interval, pooled and per group; and the process score's AUC for resolution."""
-    from engine.analysis.association import associate, render
-    from engine.analysis.comparison import check_field
-    from engine.analysis.dataset import load_runs
-    from rules.loading import load_ruleset
+    from procgrade.engine.analysis.association import associate, render
+    from procgrade.engine.analysis.comparison import check_field
+    from procgrade.engine.analysis.dataset import load_runs
+    from procgrade.rules.loading import load_ruleset
 
     try:
         check_field(by)
@@ -794,9 +794,9 @@ def outcomes_command(
     db: DbOption = DEFAULT_DB,
 ) -> None:
     """Outcome metrics per group: pass@1, plan pass rate (95% intervals, ViBench 2.0), pass^k, cost and time."""
-    from engine.analysis.comparison import OUTCOME_FORMAT, check_field, group_outcomes
-    from engine.analysis.dataset import load_runs
-    from engine.canonical import canonical_json
+    from procgrade.engine.analysis.comparison import OUTCOME_FORMAT, check_field, group_outcomes
+    from procgrade.engine.analysis.dataset import load_runs
+    from procgrade.engine.canonical import canonical_json
 
     try:
         check_field(by)
@@ -809,8 +809,8 @@ def outcomes_command(
         _fail("procgrade: no runs in the store")
     groups = group_outcomes(runs, by, allow_mixed=allow_mixed)  # mixed settings: see compare_command
     _cmp_print_outcomes(groups, by, k)
-    from engine.analysis.comparison import runs_text
-    from engine.analysis.dataset import group_key
+    from procgrade.engine.analysis.comparison import runs_text
+    from procgrade.engine.analysis.dataset import group_key
 
     ungrouped = [r.run_id for r in runs if group_key(r, by) is None]
     if ungrouped:
@@ -825,13 +825,13 @@ def outcomes_command(
 def _check_json_output(path: Path | None) -> None:
     """A --json FILE that cannot be written fails before the work, not after it."""
     if path is not None:
-        from engine.output_files import check_output
+        from procgrade.engine.output_files import check_output
 
         check_output(path, "the JSON file")
 
 
 def _write_json(path: Path, data: bytes) -> None:
-    from engine.output_files import write_whole
+    from procgrade.engine.output_files import write_whole
 
     write_whole(path, data)
 
@@ -843,7 +843,7 @@ def _cmp_rank(rank: float | None) -> str:
 
 
 def _cmp_score(value, interval) -> str:  # type: ignore[no-untyped-def]
-    from engine.analysis.outcome_metrics import format_percent
+    from procgrade.engine.analysis.outcome_metrics import format_percent
 
     if value is None:
         return "-"
@@ -855,8 +855,8 @@ def _cmp_exact(value) -> str:  # type: ignore[no-untyped-def]
 
 
 def _cmp_print_comparison(result) -> None:  # type: ignore[no-untyped-def]
-    from engine.analysis.outcome_metrics import format_percent
-    from engine.scoring import display
+    from procgrade.engine.analysis.outcome_metrics import format_percent
+    from procgrade.engine.scoring import display
 
     table = Table(title=f"process vs outcome by {result.by}: rule set {result.ruleset_name} "
                         f"v{result.ruleset_version}, outcome rank by {result.outcome_metric} (percent, 95% interval)")
@@ -903,7 +903,7 @@ def _cmp_print_comparison(result) -> None:  # type: ignore[no-untyped-def]
 
 def _cmp_print_left_out(result) -> None:  # type: ignore[no-untyped-def]
     """The runs left out of the comparison, by reason, and the graded runs with no group."""
-    from engine.analysis.comparison import runs_text
+    from procgrade.engine.analysis.comparison import runs_text
 
     graded = sum(len(row.runs) for row in result.groups)
     out.print(Text(f"runs compared: {graded} graded; {len(result.not_graded)} left out"
@@ -919,7 +919,7 @@ def _cmp_print_left_out(result) -> None:  # type: ignore[no-untyped-def]
 
 
 def _cmp_print_outcomes(groups, by: str, k: int) -> None:  # type: ignore[no-untyped-def]
-    from engine.scoring import display
+    from procgrade.engine.scoring import display
 
     table = Table(title=f"outcomes by {by} (percent, 95% interval as ViBench 2.0 Appendix C)")
     for header in ("group", "runs", "judged", "products", "pass@1", "plan pass", f"pass^{k}", "mean cost",
@@ -941,7 +941,7 @@ def _cmp_print_outcomes(groups, by: str, k: int) -> None:  # type: ignore[no-unt
 
 
 def _cmp_print_lists(groups, by: str) -> None:  # type: ignore[no-untyped-def]
-    from engine.analysis.comparison import runs_text
+    from procgrade.engine.analysis.comparison import runs_text
 
     for group in groups:
         summary = group.summary
@@ -999,7 +999,7 @@ def calibrate_command(
     db: DbOption = DEFAULT_DB,
 ) -> None:
     """Calibrate automated grades (judge, rules) against human grades: agreement, kappa, error rates, ranks."""
-    from engine.analysis.calibration import calibrate_store, render
+    from procgrade.engine.analysis.calibration import calibrate_store, render
 
     threshold, identity = _analysis_filters(min_coverage, aliases)
     _check_json_output(json_file)
@@ -1032,7 +1032,7 @@ def grade_browser(
 ) -> None:
     """Grade the final product in Chromium with a task's test plans (re-grade protocol of ViBench 2.0) and
     append every grade and plan verdict to the run (exit 0 only when every graded plan passed)."""
-    from oracles.browser_cli import grader_options, run_grade_browser
+    from procgrade.oracles.browser_cli import grader_options, run_grade_browser
 
     if not workspace.is_dir():
         _fail(f"procgrade: the workspace {workspace} is not a folder", 2)
@@ -1044,19 +1044,19 @@ def grade_browser(
 
 
 # --- live recording: the collector service and its tokens (engine/collector_cli.py) -------------
-from engine.collector_cli import register as _register_collector  # noqa: E402
+from procgrade.engine.collector_cli import register as _register_collector  # noqa: E402
 
 _register_collector(app)
 
 # --- LLM judges (judges/cli.py) -----------------------------------------------------------------
-from judges.cli import judge_app  # noqa: E402
+from procgrade.judges.cli import judge_app  # noqa: E402
 
 app.add_typer(judge_app, name="judge")
 
 
 def main() -> None:
     """The console script: errors become one line and an exit code (engine/cli_errors.py)."""
-    from engine.cli_errors import run
+    from procgrade.engine.cli_errors import run
 
     sys.exit(run(app))
 

@@ -7,7 +7,7 @@ documented exit code:
   or a check that failed); ``2`` usage (an unknown command or option, a missing argument, a
   value of the wrong type or not among an option's choices); ``130`` interrupted (Ctrl-C).
 
-Commands raise :mod:`engine.errors` exceptions and never catch them; :func:`run` turns them
+Commands raise :mod:`procgrade.engine.errors` exceptions and never catch them; :func:`run` turns them
 into that line. ``--debug`` (anywhere before ``--``) or ``PROCGRADE_DEBUG=1`` prints the
 traceback first. A long command registers what an interruption leaves behind with
 :func:`on_interrupt`, so Ctrl-C says what was stored and that re-running continues.
@@ -25,8 +25,8 @@ from typing import Any
 
 import typer
 
-from engine.errors import InputError, MissingExtraError, ProcgradeError, StoreError, UnknownRunError
-from engine.interrupts import interrupt_seen, watch_interrupts
+from procgrade.engine.errors import InputError, MissingExtraError, ProcgradeError, StoreError, UnknownRunError
+from procgrade.engine.interrupts import interrupt_seen, watch_interrupts
 
 __all__ = ["EXIT_OK", "EXIT_USER", "EXIT_USAGE", "EXIT_INTERRUPTED", "run", "describe", "on_interrupt",
            "EXTRAS"]
@@ -112,7 +112,7 @@ def describe(exc: BaseException) -> tuple[str, int] | None:
     from sqlalchemy.exc import DBAPIError
 
     if isinstance(exc, DBAPIError):
-        from engine.store.location import _driver_message
+        from procgrade.engine.store.location import _driver_message
 
         return (f"{PROG}: the database failed: {_driver_message(exc)}: check that it is reachable and "
                 "re-run the command"), EXIT_USER
@@ -176,7 +176,7 @@ def _say(line: str) -> None:
 
 def run(app: typer.Typer, args: Sequence[str] | None = None) -> int:
     """Run ``app`` as the ``procgrade`` command; return the exit code (never raise)."""
-    from engine.cli_help import readable_help
+    from procgrade.engine.cli_help import readable_help
 
     watch_interrupts()
     argv, debug = _split_debug(sys.argv[1:] if args is None else list(args))

@@ -35,9 +35,9 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from engine.errors import ConflictError, InputError, RunSealedError, StoreError, UnknownRunError
-from engine.native import dump_native, parse_native_lines
-from engine.tokens import AuthError, TokenStore
+from procgrade.engine.errors import ConflictError, InputError, RunSealedError, StoreError, UnknownRunError
+from procgrade.engine.native import dump_native, parse_native_lines
+from procgrade.engine.tokens import AuthError, TokenStore
 
 __all__ = ["create_app", "serve", "DEFAULT_PORT", "MAX_BODY", "MAX_EVENTS"]
 
@@ -64,7 +64,7 @@ def _error(status: int, message: str, **extra: Any) -> _Refused:
 
 def create_app(db: str, *, rules: str | None = None, max_body: int = MAX_BODY, max_events: int = MAX_EVENTS) -> Starlette:
     """The ASGI app over the store at ``db`` (opened, and given the schema if empty, at startup)."""
-    from engine.store import open_store
+    from procgrade.engine.store import open_store
 
     state: dict[str, Any] = {}
 
@@ -171,11 +171,11 @@ def create_app(db: str, *, rules: str | None = None, max_body: int = MAX_BODY, m
 
     @endpoint("read")
     async def read_score(request: Request, run_id: str) -> Response:
-        from engine.rescoring import compute_score
+        from procgrade.engine.rescoring import compute_score
 
         ruleset = state.get("ruleset")
         if ruleset is None:
-            from rules.loading import load_ruleset
+            from procgrade.rules.loading import load_ruleset
 
             ruleset = state["ruleset"] = await run_in_threadpool(load_ruleset, rules)
         document = await run_in_threadpool(compute_score, store(), ruleset, run_id)
@@ -193,7 +193,7 @@ def create_app(db: str, *, rules: str | None = None, max_body: int = MAX_BODY, m
 
     async def otlp_traces(request: Request) -> Response:
         """OTLP/HTTP JSON traces of one run (resource attribute ``procgrade.run_id``): see ``engine/otlp.py``."""
-        from engine.otlp import OTLP_SOURCE, append_export, run_id_of
+        from procgrade.engine.otlp import OTLP_SOURCE, append_export, run_id_of
 
         try:
             tokens: TokenStore = state["tokens"]
@@ -223,7 +223,7 @@ def create_app(db: str, *, rules: str | None = None, max_body: int = MAX_BODY, m
         return _json(200, {"status": "ok"})
 
     async def readyz(request: Request) -> Response:
-        from engine.store.migrate import check_ready
+        from procgrade.engine.store.migrate import check_ready
 
         try:
             await run_in_threadpool(check_ready, store().engine)
@@ -276,7 +276,7 @@ def shown_url(db: str) -> str:
     """The database URL without its password, for logs."""
     from sqlalchemy.engine import make_url
 
-    from engine.store import normalize_url
+    from procgrade.engine.store import normalize_url
 
     return make_url(normalize_url(db)).render_as_string(hide_password=True)
 
@@ -305,10 +305,10 @@ def _is_loopback(host: str) -> bool:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """``python -m engine.collector --db URL [--host H] [--port P]`` (what ``procgrade serve`` runs)."""
+    """``python -m procgrade.engine.collector --db URL [--host H] [--port P]`` (what ``procgrade serve`` runs)."""
     import argparse
 
-    parser = argparse.ArgumentParser(prog="python -m engine.collector")
+    parser = argparse.ArgumentParser(prog="python -m procgrade.engine.collector")
     parser.add_argument("--db", required=True)
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=DEFAULT_PORT)

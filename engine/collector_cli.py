@@ -8,7 +8,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from engine.store import DEFAULT_DB
+from procgrade.engine.store import DEFAULT_DB
 
 __all__ = ["register"]
 
@@ -37,7 +37,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Run the collector service: harnesses append events over HTTP with a token (needs the serve extra)."""
         try:
-            from engine.collector import serve
+            from procgrade.engine.collector import serve
         except ImportError as exc:
             raise typer.BadParameter(f"the collector needs the serve extra: pip install 'procgrade[serve]' ({exc})")
         serve(db, host=host, port=port, rules=rules, max_body=max_body, max_events=max_events)
@@ -81,8 +81,8 @@ class _tokens:
         self.db = db
 
     def __enter__(self) -> Any:
-        from engine.store import open_store
-        from engine.tokens import TokenStore
+        from procgrade.engine.store import open_store
+        from procgrade.engine.tokens import TokenStore
 
         self.store = open_store(self.db, create=True)
         return TokenStore(self.store.engine)

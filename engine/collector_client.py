@@ -3,7 +3,7 @@
 A harness that records through a collector needs no HTTP dependency. Appends are
 native JSONL bodies (the very lines ``procgrade ingest`` reads) with the expected
 next seq in the query; the answers map back onto the recorder's errors: 409 is a
-:class:`~engine.recorder.RecordConflictError` with the run's head, a connection
+:class:`~procgrade.engine.recorder.RecordConflictError` with the run's head, a connection
 failure or 5xx is transient (the recorder retries the same batch), 4xx is the
 collector's located message.
 """
@@ -16,10 +16,10 @@ from typing import Any
 
 import orjson
 
-from engine.errors import InputError, ProcgradeError, RunSealedError, UnknownRunError
-from engine.events import Event
-from engine.native import dump_native
-from engine.recorder import Head, RecordConflictError, TransientError
+from procgrade.engine.errors import InputError, ProcgradeError, RunSealedError, UnknownRunError
+from procgrade.engine.events import Event
+from procgrade.engine.native import dump_native
+from procgrade.engine.recorder import Head, RecordConflictError, TransientError
 
 __all__ = ["HttpTransport", "CollectorError", "run_path"]
 

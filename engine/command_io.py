@@ -4,7 +4,7 @@ Harness logs rarely carry ``output_path``: a job is started as ``cmd > out.log 2
 and its result read later with ``cat out.log``. The fact extractor reads both from the
 command line (lexically, with ``shlex``; nothing is executed) so job rules can relate
 them. This module is frozen with the extractor version: what it returns for a command
-is part of the stored facts, so a change here is a new :data:`engine.facts.EXTRACTOR_VERSION`.
+is part of the stored facts, so a change here is a new :data:`procgrade.engine.facts.EXTRACTOR_VERSION`.
 (The importers' shell reading in ``engine/importers/shell.py`` serves a different purpose,
 turning shell commands into file events, and may evolve with them.)
 """

@@ -14,12 +14,12 @@ __all__ = ["main"]
 
 
 def main() -> None:
-    from engine.interrupts import interrupt_seen, watch_interrupts
+    from procgrade.engine.interrupts import interrupt_seen, watch_interrupts
 
     watch_interrupts()
     try:
-        from engine.cli import app
-        from engine.cli_errors import run
+        from procgrade.engine.cli import app
+        from procgrade.engine.cli_errors import run
     except BaseException as exc:  # an interrupt, or what a library made of it (pydantic: SchemaError)
         if not (isinstance(exc, KeyboardInterrupt) or interrupt_seen()):
             raise

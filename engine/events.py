@@ -330,7 +330,7 @@ class SourceRecord(Event):
 def _canonical_reward(text: str) -> str:
     from fractions import Fraction
 
-    from engine.exact import rational_text
+    from procgrade.engine.exact import rational_text
 
     canonical = rational_text(Fraction(text))
     if text != canonical:
@@ -409,7 +409,7 @@ class TestResult(Event):
 @event_kind
 class BrowserGradingStarted(Event):
     """Browser grading of the final product begins: a task's test plans, graded in Chromium
-    (:mod:`oracles.browser_grading`); its plan grades, plan verdicts (``test_result``) and the overall
+    (:mod:`procgrade.oracles.browser_grading`); its plan grades, plan verdicts (``test_result``) and the overall
     ``acceptance_verdict`` name this event as their parent."""
 
     kind: Literal["browser_grading_started"] = "browser_grading_started"

@@ -27,7 +27,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-from engine.errors import InputError, ProcgradeError
+from procgrade.engine.errors import InputError, ProcgradeError
 
 __all__ = ["Executor", "LocalExecutor", "RayExecutor", "make_executor", "EXECUTORS", "plan_chunks"]
 
@@ -104,7 +104,7 @@ class LocalExecutor(Executor):
             return
         from concurrent.futures import FIRST_COMPLETED, wait
 
-        from engine.interrupts import interrupts_blocked
+        from procgrade.engine.interrupts import interrupts_blocked
 
         # Workers are started by these submits: they are born with Ctrl-C blocked and then ignore it
         # (their initializer), so only the driver answers it (by shutting the pool down).
@@ -151,7 +151,7 @@ class LocalExecutor(Executor):
 
 def _worker_init() -> None:
     """A pool worker dies with the driver and leaves Ctrl-C to it."""
-    from engine.interrupts import worker_ignores_interrupts
+    from procgrade.engine.interrupts import worker_ignores_interrupts
 
     _die_with_parent()
     worker_ignores_interrupts()

@@ -9,14 +9,14 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from engine.rescoring import run_findings
-from engine.scoring import display
-from engine.scoring import NOT_GRADED
-from engine.store import EventStore
-from engine.store.scores import ScoreStore
-from engine.timeline import describe
-from rules.loading import load_ruleset
-from rules.reasons import near_misses, vacuous_reason
+from procgrade.engine.rescoring import run_findings
+from procgrade.engine.scoring import display
+from procgrade.engine.scoring import NOT_GRADED
+from procgrade.engine.store import EventStore
+from procgrade.engine.store.scores import ScoreStore
+from procgrade.engine.timeline import describe
+from procgrade.rules.loading import load_ruleset
+from procgrade.rules.reasons import near_misses, vacuous_reason
 
 __all__ = ["explain_run"]
 

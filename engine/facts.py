@@ -12,8 +12,8 @@ import hashlib
 import posixpath
 from typing import Any
 
-from engine.command_io import command_io, normalised_command
-from engine.events import (
+from procgrade.engine.command_io import command_io, normalised_command
+from procgrade.engine.events import (
     AcceptanceVerdict,
     Command,
     Delegation,

@@ -14,18 +14,18 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from engine.errors import InputError, StoreError
-from engine.importers.provenance import Overrides
-from engine.native import RunEvents, bounded_lines, iter_native
-from engine.store import AppendResult, EventStore
-from engine.store.base import RunWriter
+from procgrade.engine.errors import InputError, StoreError
+from procgrade.engine.importers.provenance import Overrides
+from procgrade.engine.native import RunEvents, bounded_lines, iter_native
+from procgrade.engine.store import AppendResult, EventStore
+from procgrade.engine.store.base import RunWriter
 
 __all__ = ["IngestReport", "Ingested", "Overrides", "ingest_native", "ingest_paths", "formats"]
 
 
 def formats() -> list[str]:
     """What ``--format`` takes: auto, native, and every importer's name."""
-    from engine.importers import importers
+    from procgrade.engine.importers import importers
 
     return ["auto", "native", *importers()]
 
@@ -70,7 +70,7 @@ def ingest_paths(store: EventStore, paths: Sequence[Path | str], *, format: str 
     ``overrides`` (``--system/--model/--label``) give every imported run what its format
     does not record; native logs carry their own provenance and are refused with them.
     """
-    from engine.importers.provenance import overrides as applying
+    from procgrade.engine.importers.provenance import overrides as applying
 
     given = overrides or Overrides()
     with applying(given):
@@ -78,8 +78,8 @@ def ingest_paths(store: EventStore, paths: Sequence[Path | str], *, format: str 
 
 
 def _ingest(store: EventStore, paths: Sequence[Path | str], *, format: str, seal: bool, given: Overrides) -> Ingested:
-    from engine.importers import plan_imports
-    from engine.importers.source_tree import open_tree
+    from procgrade.engine.importers import plan_imports
+    from procgrade.engine.importers.source_tree import open_tree
 
     reports: list[IngestReport] = []
     unrecognised: list[str] = []

@@ -13,9 +13,9 @@ from dataclasses import dataclass
 
 from sqlalchemy import select
 
-from engine.store import EventStore
-from engine.store.schema import scores as scores_table
-from engine.store.schema import seals as seals_table
+from procgrade.engine.store import EventStore
+from procgrade.engine.store.schema import scores as scores_table
+from procgrade.engine.store.schema import seals as seals_table
 
 __all__ = ["IntegrityProblem", "integrity_problems", "seal_problems"]
 

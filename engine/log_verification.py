@@ -13,12 +13,12 @@ from dataclasses import dataclass, field
 
 from pydantic import ValidationError
 
-from engine.canonical import canonical_json, sha256_hex
-from engine.chain import GENESIS, link
-from engine.facts import extract_facts
-from engine.store import EventStore
-from engine.stages import StageTracker
-from engine.stored import FACT_SLICE, IN_STAGE, header_bytes, to_event
+from procgrade.engine.canonical import canonical_json, sha256_hex
+from procgrade.engine.chain import GENESIS, link
+from procgrade.engine.facts import extract_facts
+from procgrade.engine.store import EventStore
+from procgrade.engine.stages import StageTracker
+from procgrade.engine.stored import FACT_SLICE, IN_STAGE, header_bytes, to_event
 
 __all__ = ["LogVerification", "verify_log"]
 

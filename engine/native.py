@@ -22,10 +22,10 @@ from pathlib import Path
 import orjson
 from pydantic import ValidationError
 
-from engine.errors import InputError
-from engine.events import Event, event_adapter
-from engine.importers.redaction import Redactor, may_hold_secret_bytes
-from engine.json_guards import duplicate_key, nesting_error
+from procgrade.engine.errors import InputError
+from procgrade.engine.events import Event, event_adapter
+from procgrade.engine.importers.redaction import Redactor, may_hold_secret_bytes
+from procgrade.engine.json_guards import duplicate_key, nesting_error
 
 __all__ = ["RunEvents", "read_native", "parse_native_lines", "iter_native", "bounded_lines", "dump_native", "CHUNK_EVENTS"]
 
@@ -203,7 +203,7 @@ def _redacted(event: Event, raw: bytes) -> tuple[Event, int]:
 def dump_native(events: Iterable[Event]) -> Iterator[bytes]:
     """Native JSONL lines for ``events``: sorted keys, ``None`` left out, values type-faithful
     (a float stays a float), so re-ingesting them stores the very same rows."""
-    from engine.canonical import faithful_json
+    from procgrade.engine.canonical import faithful_json
 
     for event in events:
         yield faithful_json(event.model_dump(mode="json", exclude_none=True)) + b"\n"

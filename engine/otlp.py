@@ -33,8 +33,8 @@ from typing import Any
 import orjson
 from pydantic import ValidationError
 
-from engine.errors import InputError
-from engine.events import Event, event_adapter
+from procgrade.engine.errors import InputError
+from procgrade.engine.events import Event, event_adapter
 
 __all__ = ["run_id_of", "spans_to_events", "append_export", "OTLP_SOURCE"]
 
@@ -116,7 +116,7 @@ def spans_to_events(body: Any, run_id: str, head: int, held_ids: set[str]) -> li
         try:
             events.append(event_adapter().validate_json(orjson.dumps(fields)))
         except ValidationError as exc:
-            from engine.native import _input_error
+            from procgrade.engine.native import _input_error
 
             raise _input_error(OTLP_SOURCE, where, exc) from None  # type: ignore[arg-type]
 
@@ -145,7 +145,7 @@ def spans_to_events(body: Any, run_id: str, head: int, held_ids: set[str]) -> li
             worker = str(attrs.get("gen_ai.agent.name") or attrs.get("gen_ai.agent.id") or span["name"])
             add(where, {"event_id": base, "kind": "delegation", "worker_id": worker,
                         "instruction": str(attrs.get("gen_ai.agent.description") or span["name"]), **common})
-            from engine.recorder import _worker_actor
+            from procgrade.engine.recorder import _worker_actor
 
             add(where, {"event_id": f"{base}-report", "kind": "worker_report", "worker_id": worker, "text": "",
                         "status": "failure" if failed else "success" if ok else None, "payload": {},
@@ -164,8 +164,8 @@ def append_export(store: Any, body: Any, run_id: str, max_events: int) -> tuple[
     Another writer taking the next seqs meanwhile makes it map again from the new head."""
     from sqlalchemy import select
 
-    from engine.errors import SeqConflictError, UnknownRunError
-    from engine.store.schema import events as events_table
+    from procgrade.engine.errors import SeqConflictError, UnknownRunError
+    from procgrade.engine.store.schema import events as events_table
 
     for _attempt in range(5):
         try:

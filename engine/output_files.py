@@ -13,7 +13,7 @@ import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
-from engine.errors import OutputPathError
+from procgrade.engine.errors import OutputPathError
 
 __all__ = ["check_output", "write_whole"]
 

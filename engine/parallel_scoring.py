@@ -17,17 +17,17 @@ from typing import Any
 
 import orjson
 
-from engine.canonical import canonical_json
-from engine.errors import InputError, ProcgradeError
-from engine.interrupts import deferred_interrupt
-from engine.executors import Executor, LocalExecutor, plan_chunks
-from engine.rescoring import Drift, ScoreOutcome, ruleset_from_body
-from engine.scoring import ScoreDocument, score_run
-from engine.store import EventStore, open_store
-from engine.store.scores import ScoreStore, StoredScore
-from engine.version import __version__ as ENGINE_VERSION
-from rules.identity import ruleset_document, ruleset_hash
-from rules.model import RuleSet
+from procgrade.engine.canonical import canonical_json
+from procgrade.engine.errors import InputError, ProcgradeError
+from procgrade.engine.interrupts import deferred_interrupt
+from procgrade.engine.executors import Executor, LocalExecutor, plan_chunks
+from procgrade.engine.rescoring import Drift, ScoreOutcome, ruleset_from_body
+from procgrade.engine.scoring import ScoreDocument, score_run
+from procgrade.engine.store import EventStore, open_store
+from procgrade.engine.store.scores import ScoreStore, StoredScore
+from procgrade.engine.version import __version__ as ENGINE_VERSION
+from procgrade.rules.identity import ruleset_document, ruleset_hash
+from procgrade.rules.model import RuleSet
 
 __all__ = ["FactSource", "score_many", "verify_many", "verify_archive_many"]
 
@@ -46,7 +46,7 @@ class FactSource:
         if self.kind == "store":
             return _StoreFacts(open_store(self.location))
         if self.kind == "archive":
-            from engine.archive import open_archive
+            from procgrade.engine.archive import open_archive
 
             return open_archive(self.location)
         raise ValueError(self.kind)
@@ -107,7 +107,7 @@ def verify_task(source: FactSource, bodies: dict[str, str], items: list[tuple[st
 
 
 def verify_archive_task(location: str, run_ids: list[str]) -> list[tuple[str, int, list[str]]]:
-    from engine.archive import open_archive, verify_archived_run
+    from procgrade.engine.archive import open_archive, verify_archived_run
 
     archive = open_archive(location)
     return [(r.run_id, r.events_checked, r.problems)
@@ -182,7 +182,7 @@ def store_scores(store: EventStore, rows: Sequence[StoredScore]) -> list[bool]:
     concurrent writers: a key already stored (looked up under the write lock) is skipped and
     must hold the same bytes, else :class:`ScoreDriftError` and nothing of the
     batch is written. Returns, per row, whether it was new."""
-    from engine.errors import ScoreDriftError
+    from procgrade.engine.errors import ScoreDriftError
 
     sql = store._sql
     # Look before inserting, under the store's write lock (which serialises writers on both
@@ -221,7 +221,7 @@ def _store_heads(store: EventStore, run_ids: Sequence[str] | None) -> list[RunHe
 
 
 def _archive_heads(store: EventStore, location: str, run_ids: Sequence[str] | None) -> list[RunHead]:
-    from engine.archive import open_archive
+    from procgrade.engine.archive import open_archive
 
     archive = open_archive(location)
     runs = archive.runs if run_ids is None else [archive.run(run_id) for run_id in sorted(set(run_ids))]
@@ -275,7 +275,7 @@ def verify_many(store: EventStore, run_ids: Sequence[str] | None = None, *, exec
     tasks = [(source, {s.ruleset_hash: bodies[s.ruleset_hash] for _, s in chunk},
               [(s.run_id, s.ruleset_hash, s.run_event_count) for _, s in chunk]) for chunk in chunks]
     chunk_weights = [sum(max(1, s.run_event_count) for _, s in chunk) for chunk in chunks]
-    from engine.canonical import sha256_hex
+    from procgrade.engine.canonical import sha256_hex
 
     for chunk, results in zip(chunks, executor.map(verify_task, tasks, weights=chunk_weights, on_done=on_events)):
         for (i, score), canonical in zip(chunk, results):
@@ -293,7 +293,7 @@ def verify_archive_many(location: str, run_ids: Sequence[str] | None = None, *, 
                         on_events: Callable[[int], None] | None = None,
                         on_plan: Callable[[int, int], None] | None = None) -> list[tuple[str, int, list[str]]]:
     """``archive verify`` through an executor: (run id, events checked, problems) per run, in run order."""
-    from engine.archive import open_archive
+    from procgrade.engine.archive import open_archive
 
     executor = executor or LocalExecutor()
     archive = open_archive(location)
@@ -302,7 +302,7 @@ def verify_archive_many(location: str, run_ids: Sequence[str] | None = None, *, 
         on_plan(len(runs), sum(run.event_count for run in runs))
     weights = [max(1, run.event_count) for run in runs]
     # Verification rebuilds each event (~20x the cost of scoring it): smaller chunks do as well.
-    from engine import executors
+    from procgrade.engine import executors
 
     chunks = plan_chunks([run.run_id for run in runs], weights, executor.workers,
                          min_weight=max(1, executors.MIN_TASK_EVENTS // 10))

@@ -23,11 +23,11 @@ from typing import Any
 
 import orjson
 
-from engine.canonical import canonical_json
-from engine.chain import GENESIS
-from engine.errors import InputError, ProcgradeError
-from engine.store import EventStore
-from engine.store.scores import ScoreStore
+from procgrade.engine.canonical import canonical_json
+from procgrade.engine.chain import GENESIS
+from procgrade.engine.errors import InputError, ProcgradeError
+from procgrade.engine.store import EventStore
+from procgrade.engine.store.scores import ScoreStore
 
 __all__ = ["RECEIPT_FORMAT", "ReceiptProblem", "generate_keys", "write_receipt", "verify_receipts"]
 
@@ -204,8 +204,8 @@ def verify_receipts(store: EventStore, directory: Path, public_key: Path,
                     run_ids: list[str] | None = None) -> tuple[int, list[ReceiptProblem]]:
     """Check the receipts log's chain and signatures, and the store against every receipt
     (of ``run_ids``, default all). Returns (receipts checked, problems)."""
-    from engine.errors import UnknownRunError
-    from engine.log_verification import verify_log
+    from procgrade.engine.errors import UnknownRunError
+    from procgrade.engine.log_verification import verify_log
 
     key = _load_public(public_key)
     if not directory.is_dir():

@@ -14,7 +14,7 @@ Why it is safe to retry and to share a run:
   filled is refused (:class:`RecordConflictError`, with the run's head), and
   :meth:`Recorder.resync` renumbers the unsent events after that head.
 
-The target is an :class:`~engine.store.EventStore`, a database URL, or an
+The target is an :class:`~procgrade.engine.store.EventStore`, a database URL, or an
 ``http(s)://`` collector URL (``procgrade serve``), for which a token is needed.
 """
 
@@ -31,9 +31,9 @@ from typing import Any, Protocol
 import orjson
 from pydantic import ValidationError
 
-from engine.canonical import canonical_json, sha256_hex
-from engine.errors import InputError, ProcgradeError, SeqConflictError, StoreError
-from engine.events import ACTOR_PATTERN, EVENT_KINDS, Event, event_adapter
+from procgrade.engine.canonical import canonical_json, sha256_hex
+from procgrade.engine.errors import InputError, ProcgradeError, SeqConflictError, StoreError
+from procgrade.engine.events import ACTOR_PATTERN, EVENT_KINDS, Event, event_adapter
 
 __all__ = ["record", "Recorder", "RecordConflictError", "Head", "StoreTransport", "event_id_for", "utc_clock"]
 
@@ -90,7 +90,7 @@ class StoreTransport:
         self.store, self.owned = store, owned
 
     def head(self, run_id: str) -> Head:
-        from engine.errors import UnknownRunError
+        from procgrade.engine.errors import UnknownRunError
 
         try:
             info = self.store.run(run_id)
@@ -99,7 +99,7 @@ class StoreTransport:
         return Head(info.event_count, info.head_hash, info.sealed)
 
     def append(self, run_id: str, events: list[Event], expected_seq: int) -> Head:
-        from engine.errors import ConflictError
+        from procgrade.engine.errors import ConflictError
 
         try:
             result = self.store.append(run_id, events)
@@ -171,7 +171,7 @@ class Recorder:
         try:
             event = event_adapter().validate_json(orjson.dumps(body))
         except ValidationError as exc:
-            from engine.native import _input_error
+            from procgrade.engine.native import _input_error
 
             raise _input_error("recorder", f"seq {seq}", exc) from None  # type: ignore[arg-type]
         # The id is a digest of the validated event as stored, so anyone can recompute it from the log.
@@ -385,13 +385,13 @@ def record(run_id: str, target: Any, *, harness: str, harness_version: str | Non
 
 def open_transport(target: Any, *, token: str | None = None, retry_for: float = 60.0) -> Transport:
     if isinstance(target, str) and target.startswith(("http://", "https://")):
-        from engine.collector_client import HttpTransport
+        from procgrade.engine.collector_client import HttpTransport
 
         if not token:
             raise ProcgradeError("a collector URL needs a token (procgrade token create)")
         return HttpTransport(target, token)
     if isinstance(target, str):
-        from engine.store import open_store
+        from procgrade.engine.store import open_store
 
         return StoreTransport(open_store(target, create=True), owned=True)
     return StoreTransport(target)

@@ -22,16 +22,16 @@ from typing import Any
 
 import orjson
 
-from engine.canonical import canonical_json
-from engine.errors import ProcgradeError
-from engine.interrupts import deferred_interrupt, interrupts_blocked, worker_ignores_interrupts
-from engine.scoring import ScoreDocument, score_document, score_run
-from engine.store import EventStore, open_store
-from engine.store.scores import ScoreStore, StoredScore
-from engine.version import __version__ as ENGINE_VERSION
-from rules.identity import ruleset_document, ruleset_hash
-from rules.model import SEMANTICS, RuleSet
-from rules.monitor import Finding, RunMonitor
+from procgrade.engine.canonical import canonical_json
+from procgrade.engine.errors import ProcgradeError
+from procgrade.engine.interrupts import deferred_interrupt, interrupts_blocked, worker_ignores_interrupts
+from procgrade.engine.scoring import ScoreDocument, score_document, score_run
+from procgrade.engine.store import EventStore, open_store
+from procgrade.engine.store.scores import ScoreStore, StoredScore
+from procgrade.engine.version import __version__ as ENGINE_VERSION
+from procgrade.rules.identity import ruleset_document, ruleset_hash
+from procgrade.rules.model import SEMANTICS, RuleSet
+from procgrade.rules.monitor import Finding, RunMonitor
 
 __all__ = ["ScoreOutcome", "Drift", "score_runs", "verify_scores", "ruleset_from_body", "compute_score", "run_findings"]
 

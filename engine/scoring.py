@@ -16,11 +16,11 @@ from decimal import ROUND_HALF_EVEN, Decimal
 from fractions import Fraction
 from typing import Any
 
-from engine.version import __version__ as ENGINE_VERSION
-from engine.canonical import canonical_json, sha256_hex
-from rules.identity import rule_hash, ruleset_hash, versions_of
-from rules.model import BEHAVIOUR_PATTERNS, BINARY_CHECKS, RuleSet
-from rules.monitor import Finding, RunMonitor, Tally
+from procgrade.engine.version import __version__ as ENGINE_VERSION
+from procgrade.engine.canonical import canonical_json, sha256_hex
+from procgrade.rules.identity import rule_hash, ruleset_hash, versions_of
+from procgrade.rules.model import BEHAVIOUR_PATTERNS, BINARY_CHECKS, RuleSet
+from procgrade.rules.monitor import Finding, RunMonitor, Tally
 
 __all__ = ["ScoreDocument", "score_run", "score_document", "FORMULA", "FORMULA_2", "DOCUMENT_FORMAT",
            "DOCUMENT_FORMATS", "rational", "display", "NOT_GRADED"]

@@ -12,16 +12,16 @@ from __future__ import annotations
 import operator
 from typing import Any, NamedTuple
 
-from engine.canonical import canonical_and_faithful, canonical_json, canonical_json_of_typed, faithful_json, parse_json, sha256_hex
-from engine.chain import link
-from engine.events import Event, event_adapter
-from engine.facts import FACT_COLUMNS, extract_facts
+from procgrade.engine.canonical import canonical_and_faithful, canonical_json, canonical_json_of_typed, faithful_json, parse_json, sha256_hex
+from procgrade.engine.chain import link
+from procgrade.engine.events import Event, event_adapter
+from procgrade.engine.facts import FACT_COLUMNS, extract_facts
 
 __all__ = ["STORED_COLUMNS", "DERIVED_COLUMNS", "FACT_SLICE", "IN_STAGE", "StoredEvent", "to_stored", "to_event", "header_bytes"]
 
 _ENVELOPE = ("run_id", "seq", "event_id", "ts", "kind", "actor", "stage", "parent_seq")
 _TRAILER = ("facts", "payload", "payload_sha256", "hash")
-#: Columns derived from the run rather than the event alone (see engine.stages).
+#: Columns derived from the run rather than the event alone (see procgrade.engine.stages).
 DERIVED_COLUMNS: tuple[str, ...] = ("in_stage",)
 #: Column order of the events table as the bulk paths write it.
 STORED_COLUMNS: tuple[str, ...] = _ENVELOPE + tuple(FACT_COLUMNS) + DERIVED_COLUMNS + _TRAILER
@@ -82,7 +82,7 @@ def header_bytes(event: Event) -> bytes:
 
 def to_stored(event: Event, prev_hash: str, in_stage: int | None = None) -> StoredEvent:
     """The row for ``event`` chained after ``prev_hash``; ``in_stage`` is its derived stage
-    (:mod:`engine.stages`; not part of the hash, which covers the event as given)."""
+    (:mod:`procgrade.engine.stages`; not part of the hash, which covers the event as given)."""
     header, payload, payload_sha = _header(event)
     event_hash = link(prev_hash, _canonical(event, header))
     fact_fields = {k: v for k, v in header.items() if k not in _NOT_FACTS}

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from engine.events import (
+from procgrade.engine.events import (
     AcceptanceStarted, AcceptanceVerdict, Command, CompletionClaim, Compaction, Correction, Delegation, DenylistScan,
     Event, FileEdit, FileRead,
     Grade, JobFinished, JobPolled, JobStarted, Message, RunEnded, RunStarted, SourceRecord, StageEnded, StageStarted,
     TestResult, TestRun, Unparsed, WorkerReport,
 )
-from engine.facts import test_outcome, verdict_outcome
+from procgrade.engine.facts import test_outcome, verdict_outcome
 
 __all__ = ["describe"]
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from sqlalchemy import Column, Engine, MetaData, Table, Text, insert, select, update
 
-from engine.errors import InputError, ProcgradeError
+from procgrade.engine.errors import InputError, ProcgradeError
 
 __all__ = ["TokenInfo", "TokenStore", "AuthError", "SCOPES", "check_project"]
 

@@ -6,7 +6,7 @@ rubric, every judge actor that graded it under this rubric (its grades' sheet an
 grader, and, with ``with_humans``, every human actor that graded the same layer and item. An item is
 (run, round); a grader's label on it is its first grade in seq order that is not ``no_grade`` (a
 judge's aggregate when it took several samples). The statistics are those of
-:func:`engine.analysis.agreement.agreement_matrix`: pairwise agreement with Clopper-Pearson intervals
+:func:`procgrade.engine.analysis.agreement.agreement_matrix`: pairwise agreement with Clopper-Pearson intervals
 and Cohen's kappa, quadratic-weighted over the dimension's scale for ordinal dimensions.
 """
 
@@ -15,10 +15,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from engine.analysis.agreement import AgreementMatrix, agreement_matrix
-from engine.events import Grade
-from engine.store import EventStore
-from judges.rubric import BinaryScale, Rubric, rubric_hash
+from procgrade.engine.analysis.agreement import AgreementMatrix, agreement_matrix
+from procgrade.engine.events import Grade
+from procgrade.engine.store import EventStore
+from procgrade.judges.rubric import BinaryScale, Rubric, rubric_hash
 
 __all__ = ["DimensionAgreement", "judge_agreement"]
 
@@ -36,8 +36,8 @@ class DimensionAgreement:
 def _grades(store: EventStore) -> list[Grade]:
     from sqlalchemy import select
 
-    from engine.store.schema import events as events_table
-    from engine.stored import STORED_COLUMNS, to_event
+    from procgrade.engine.store.schema import events as events_table
+    from procgrade.engine.stored import STORED_COLUMNS, to_event
 
     columns = [events_table.c[name] for name in STORED_COLUMNS]
     query = select(*columns).where(events_table.c.kind == "grade").order_by(events_table.c.run_id,

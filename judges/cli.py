@@ -18,8 +18,8 @@ from rich.table import Table
 from rich.text import Text
 from typer.core import TyperGroup
 
-from engine.errors import InputError
-from engine.store import DEFAULT_DB
+from procgrade.engine.errors import InputError
+from procgrade.engine.store import DEFAULT_DB
 
 __all__ = ["judge_app", "schema_rubric"]
 
@@ -106,11 +106,11 @@ def judge_command(
     """Judge runs against a rubric; verdicts become grade events by judge:<model> (cached: never asked twice)."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
-    from engine.store import open_store
-    from judges.client import OpenAIChatModel, RetryPolicy, resolve_endpoint
-    from judges.judging import JudgeSettings, Spending, judge_runs, plan_runs
-    from judges.rubric import load_rubric
-    from judges.tokens import token_counter
+    from procgrade.engine.store import open_store
+    from procgrade.judges.client import OpenAIChatModel, RetryPolicy, resolve_endpoint
+    from procgrade.judges.judging import JudgeSettings, Spending, judge_runs, plan_runs
+    from procgrade.judges.rubric import load_rubric
+    from procgrade.judges.tokens import token_counter
 
     if response_format not in ("json_schema", "json_object", "none"):
         raise InputError("--response-format", None, None, "json_schema, json_object or none")
@@ -151,7 +151,7 @@ def judge_command(
 
 
 def _print_summary(summary: Any, rubric: Any, endpoint: Any, counter: Any) -> None:
-    from judges.judging import judge_actor
+    from procgrade.judges.judging import judge_actor
 
     table = Table("run", "asked", "recorded before", "graded", "no_grade", "appended", "tokens", "cost",
                   title=f"rubric {rubric.name} v{rubric.version} by {judge_actor(endpoint.model)} at "
@@ -175,7 +175,7 @@ def _print_summary(summary: Any, rubric: Any, endpoint: Any, counter: Any) -> No
 
 
 def _dry_run(plans: list, rubric: Any, endpoint: Any, settings: Any, counter: Any) -> None:
-    from judges.judging import planned_calls
+    from procgrade.judges.judging import planned_calls
 
     calls = prompt_tokens = 0
     cached = 0
@@ -227,9 +227,9 @@ def agreement_command(
     db: DbOption = DEFAULT_DB,
 ) -> None:
     """Agreement between the judge models (and human graders) that graded one rubric, per dimension."""
-    from engine.store import open_store
-    from judges.agreement import judge_agreement
-    from judges.rubric import load_rubric
+    from procgrade.engine.store import open_store
+    from procgrade.judges.agreement import judge_agreement
+    from procgrade.judges.rubric import load_rubric
 
     rubric, _ = load_rubric(rubric_path)
     store = open_store(db)
@@ -259,7 +259,7 @@ def schema_rubric() -> None:
     """The JSON Schema of a judge rubric file."""
     import orjson
 
-    from judges.rubric import rubric_json_schema
+    from procgrade.judges.rubric import rubric_json_schema
 
     sys.stdout.buffer.write(orjson.dumps(rubric_json_schema(), option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS)
                             + b"\n")

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any, Protocol
 from urllib.parse import urlsplit, urlunsplit
 
-from engine.errors import InputError, ProcgradeError
+from procgrade.engine.errors import InputError, ProcgradeError
 
 __all__ = [
     "ChatModel",

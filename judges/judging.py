@@ -39,17 +39,17 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
-from engine.canonical import canonical_json, sha256_hex
-from engine.errors import EventIdConflictError, ProcgradeError, RunSealedError, SeqConflictError
-from engine.events import Grade
-from engine.exact import rational_text
-from engine.store import EventStore
-from judges.client import ChatModel, ChatRequest, Endpoint, EndpointError, TransportError, Usage
-from judges.prompts import DimensionPrompt, Rejected, check_reply
-from judges.spending import BudgetExhausted, Spending
-from judges.rendering import RENDERER_VERSION, RunLog, View, read_log, run_rounds, view_of
-from judges.rubric import BinaryScale, Dimension, OrdinalScale, Rubric, rubric_hash
-from judges.tokens import TokenCounter
+from procgrade.engine.canonical import canonical_json, sha256_hex
+from procgrade.engine.errors import EventIdConflictError, ProcgradeError, RunSealedError, SeqConflictError
+from procgrade.engine.events import Grade
+from procgrade.engine.exact import rational_text
+from procgrade.engine.store import EventStore
+from procgrade.judges.client import ChatModel, ChatRequest, Endpoint, EndpointError, TransportError, Usage
+from procgrade.judges.prompts import DimensionPrompt, Rejected, check_reply
+from procgrade.judges.spending import BudgetExhausted, Spending
+from procgrade.judges.rendering import RENDERER_VERSION, RunLog, View, read_log, run_rounds, view_of
+from procgrade.judges.rubric import BinaryScale, Dimension, OrdinalScale, Rubric, rubric_hash
+from procgrade.judges.tokens import TokenCounter
 
 __all__ = [
     "JUDGE_FORMAT",

@@ -22,9 +22,9 @@ from typing import Any
 
 import jsonschema
 
-from engine.canonical import canonical_json, sha256_hex
-from judges.rendering import Chunk, View
-from judges.rubric import BinaryScale, Dimension, Rubric
+from procgrade.engine.canonical import canonical_json, sha256_hex
+from procgrade.judges.rendering import Chunk, View
+from procgrade.judges.rubric import BinaryScale, Dimension, Rubric
 
 __all__ = ["PROMPT_VERSION", "DimensionPrompt", "Rejected", "check_reply"]
 

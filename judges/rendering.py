@@ -15,7 +15,7 @@ is its last event: the chain hash there covers everything the judge could have s
 basis, rubric and parameters give the same judgment (the cache key is built on it).
 
 A view longer than the budget is cut into chunks at event boundaries; the judge reads them in
-order, carrying its notes from one chunk to the next (see :mod:`judges.prompts`).
+order, carrying its notes from one chunk to the next (see :mod:`procgrade.judges.prompts`).
 """
 
 from __future__ import annotations
@@ -23,10 +23,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from engine.canonical import canonical_json, sha256_hex
-from engine.events import Event, StageStarted
-from engine.importers.redaction import redact_text
-from judges.tokens import TokenCounter
+from procgrade.engine.canonical import canonical_json, sha256_hex
+from procgrade.engine.events import Event, StageStarted
+from procgrade.engine.importers.redaction import redact_text
+from procgrade.judges.tokens import TokenCounter
 
 __all__ = ["FIELD_CHAR_LIMIT", "RENDERER_VERSION", "Chunk", "RunLog", "View", "read_log", "render_event", "run_rounds", "view_of"]
 
@@ -181,7 +181,7 @@ def view_of(log: RunLog, kinds: frozenset[str], counter: TokenCounter, budget: i
 
 def read_log(store: Any, run_id: str) -> RunLog:
     """Every event of ``run_id`` with its chain hash, in seq order."""
-    from engine.stored import to_event
+    from procgrade.engine.stored import to_event
 
     events: list[Event] = []
     hashes: dict[int, str] = {}

@@ -19,9 +19,9 @@ from typing import Annotated, Any, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from engine.canonical import canonical_json, sha256_hex
-from engine.errors import InputError
-from engine.events import EVENT_KINDS, GRADE_LAYERS
+from procgrade.engine.canonical import canonical_json, sha256_hex
+from procgrade.engine.errors import InputError
+from procgrade.engine.events import EVENT_KINDS, GRADE_LAYERS
 
 __all__ = [
     "BUNDLED_RUBRICS",
@@ -216,7 +216,7 @@ def parse_rubric(text: str, source: str) -> Rubric:
     from ruamel.yaml import YAML
     from ruamel.yaml.error import YAMLError
 
-    from rules.loading import _dotted, _line_of, _plain, _without_union_tags
+    from procgrade.rules.loading import _dotted, _line_of, _plain, _without_union_tags
 
     yaml = YAML(typ="rt")
     yaml.allow_duplicate_keys = False

@@ -11,8 +11,8 @@ from __future__ import annotations
 import threading
 from fractions import Fraction
 
-from engine.errors import ProcgradeError
-from judges.client import Endpoint, Usage
+from procgrade.engine.errors import ProcgradeError
+from procgrade.judges.client import Endpoint, Usage
 
 __all__ = ["BudgetExhausted", "Spending"]
 

@@ -1,11 +1,11 @@
-"""Alembic environment: runs on the connection procgrade hands over (see engine.store.migrate)."""
+"""Alembic environment: runs on the connection procgrade hands over (see procgrade.engine.store.migrate)."""
 
 from __future__ import annotations
 
 from alembic import context
 from sqlalchemy import create_engine
 
-from engine.store.schema import metadata
+from procgrade.engine.store.schema import metadata
 
 config = context.config
 

@@ -1,8 +1,8 @@
 """The hidden-test acceptance oracle: judge a submitted workspace against a task's hidden suite.
 
 Tasks come in procgrade's layout or as Zero2Repo case packages read unchanged
-(:mod:`oracles.zero2repo`); a task's pinned test dependencies are judged in its own cached
-environment (:mod:`oracles.judge_env`), named in ``details.sandbox.judge_env``.
+(:mod:`procgrade.oracles.zero2repo`); a task's pinned test dependencies are judged in its own cached
+environment (:mod:`procgrade.oracles.judge_env`), named in ``details.sandbox.judge_env``.
 
 :func:`judge` is pure (no store): copy the workspace into a fresh sandbox, scan it
 (runner shadows and the denylist) before any test exists there, inject the hidden
@@ -20,12 +20,12 @@ Statuses, kept apart (``acceptance_verdict.status``):
     the number of tests equals ``expected_test_count`` when the manifest gives it,
     every test visible in the test files' text was reported, and the tested code made no
     attempt the judge-time import ban refused (``details.policy_events``: the launcher,
-    :mod:`oracles.judge_launcher`, runs every ``{python} -m pytest`` command with a
+    :mod:`procgrade.oracles.judge_launcher`, runs every ``{python} -m pytest`` command with a
     meta-path finder and an audit hook in force; an attempt costs the reward even when
     the code catches the ``ImportError``). Otherwise ``"0"``.
 ``rejected``
     The static scan found a banned import, compiled code it cannot read, a link out of the
-    workspace, or a runner shadow (:mod:`oracles.denylist`); no test was injected or run.
+    workspace, or a runner shadow (:mod:`procgrade.oracles.denylist`); no test was injected or run.
     Reward ``"0"``.
 ``not_submitted``
     The task requires a submit marker and it is missing, wrong, or not a regular file (a
@@ -91,12 +91,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from engine.errors import ProcgradeError, RunSealedError, SeqConflictError, UnknownRunError
-from engine.events import EVENT_KINDS, Event
-from oracles.denylist import find_shadows, imported_banned, scan_imports
-from oracles.junit import CaseResult, JUnitError, JUnitReport, parse_junit, static_test_ids
-from oracles.sandbox import RunOutcome, RunSpec, Sandbox, SandboxError, hash_workspace
-from oracles.task_package import SuiteFile, Task, load_task
+from procgrade.engine.errors import ProcgradeError, RunSealedError, SeqConflictError, UnknownRunError
+from procgrade.engine.events import EVENT_KINDS, Event
+from procgrade.oracles.denylist import find_shadows, imported_banned, scan_imports
+from procgrade.oracles.junit import CaseResult, JUnitError, JUnitReport, parse_junit, static_test_ids
+from procgrade.oracles.sandbox import RunOutcome, RunSpec, Sandbox, SandboxError, hash_workspace
+from procgrade.oracles.task_package import SuiteFile, Task, load_task
 
 __all__ = [
     "VERIFIER",
@@ -169,7 +169,7 @@ def make_sandbox(backend: str = "local", *, python: str | None = None, image: st
     if backend == "local":
         if image is not None:
             raise ProcgradeError("--image chooses the docker back-end's judge image; the local back-end takes --python")
-        from oracles.local_sandbox import LocalSandbox
+        from procgrade.oracles.local_sandbox import LocalSandbox
 
         if python is not None and not (os.path.isfile(python) and os.access(python, os.X_OK)):
             raise ProcgradeError(f"the judge interpreter {python} is not an executable file")
@@ -178,7 +178,7 @@ def make_sandbox(backend: str = "local", *, python: str | None = None, image: st
         if python is not None:
             raise ProcgradeError("--python chooses the local back-end's interpreter; the docker back-end takes --image")
         try:
-            from oracles.docker_sandbox import DockerSandbox
+            from procgrade.oracles.docker_sandbox import DockerSandbox
         except ImportError as exc:
             raise ProcgradeError(f"the docker back-end is not available: {exc}") from None
         return DockerSandbox(image, packages=packages)
@@ -190,7 +190,7 @@ def open_session(sandbox: Sandbox, task: Task) -> Any:
     the sandbox was given), or in the sandbox's default one when the task declares none."""
     if task.env is None and not getattr(sandbox, "packages", ()):
         return sandbox.session()
-    from oracles.judge_env import EnvSpec
+    from procgrade.oracles.judge_env import EnvSpec
 
     return sandbox.session(env=task.env or EnvSpec())
 
@@ -242,7 +242,7 @@ class _Judgement:
 
     def command(self) -> str:
         """The task's command with ``{python} -m pytest`` run through the judge's launcher
-        (:mod:`oracles.judge_launcher`): pytest first, then the bans, then the product."""
+        (:mod:`procgrade.oracles.judge_launcher`): pytest first, then the bans, then the product."""
         task = self.task
         template = task.tests.test_command
         if _PYTEST_MODULE not in template:
@@ -717,7 +717,7 @@ _KIND_COLUMN = None
 def _attempts(store: Any, run_id: str) -> int:
     global _KIND_COLUMN
     if _KIND_COLUMN is None:
-        from engine.stored import STORED_COLUMNS
+        from procgrade.engine.stored import STORED_COLUMNS
 
         _KIND_COLUMN = STORED_COLUMNS.index("kind")
     return sum(1 for row in store.stored_events(run_id) if row[_KIND_COLUMN] == "acceptance_started")
@@ -752,7 +752,7 @@ def accept(store: Any, task_dir: str | Path, workspace_dir: str | Path, run_id: 
             created, count, attempt = True, 0, 0
         events = acceptance_events(target, count + (1 if created else 0), attempt, result)
         if created:
-            from engine.version import __version__
+            from procgrade.engine.version import __version__
 
             start = _event("run_started", run_id=target, seq=0, event_id=f"{target}@start", ts=result.started_at,
                            actor="harness", harness={"name": HARNESS, "version": __version__}, task_id=task.task_id,
@@ -813,7 +813,7 @@ def validate_task(task_dir: str | Path, backend: str = "local", *, sandbox: Sand
     task = load_task(task_dir)
     sandbox = sandbox or make_sandbox(backend)
     if (task.env is not None or getattr(sandbox, "packages", ())) and hasattr(sandbox, "environment"):
-        from oracles.judge_env import EnvSpec
+        from procgrade.oracles.judge_env import EnvSpec
 
         try:  # built (or found) once up front: each control's time is its judging only
             sandbox.environment(task.env or EnvSpec())

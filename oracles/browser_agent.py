@@ -11,7 +11,7 @@ Grader rules enforced here (a broken rule discards the grade, :class:`GraderRule
 (no API calls: a ``goto`` to ``/api`` or to another host is refused), no reload in a step that does not allow
 one, a report for every check of the step exactly once, no reply without a tool call, at most
 ``max_turns_per_step`` tool calls per step. Whether each quote is on screen is checked by the protocol
-(:func:`oracles.browser_graders.evidence_problem`).
+(:func:`procgrade.oracles.browser_graders.evidence_problem`).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import base64
 import json
 from typing import Any
 
-from oracles.browser_graders import (
+from procgrade.oracles.browser_graders import (
     BrowserSession,
     CheckRecord,
     GradeRecord,
@@ -29,9 +29,9 @@ from oracles.browser_graders import (
     record_step,
     register_grader,
 )
-from oracles.browser_plans import Action, FillSpec, Locator, Plan, SelectSpec, Step
-from oracles.evidence_store import EvidenceStore
-from oracles.grader_llm import ChatClient, client_from_config
+from procgrade.oracles.browser_plans import Action, FillSpec, Locator, Plan, SelectSpec, Step
+from procgrade.oracles.evidence_store import EvidenceStore
+from procgrade.oracles.grader_llm import ChatClient, client_from_config
 
 __all__ = ["AgentGrader", "GRADER_RULES", "TOOLS"]
 
@@ -132,7 +132,7 @@ class AgentGrader:
     def _grade(self, plan: Plan, session: BrowserSession, evidence: EvidenceStore, record: GradeRecord) -> GradeRecord:
         from playwright.sync_api import Error as PlaywrightError
 
-        from oracles.browser_graders import perform
+        from procgrade.oracles.browser_graders import perform
 
         overview = "\n".join(f"- step {i + 1}: {s.title}" for i, s in enumerate(plan.steps))
         messages: list[dict[str, Any]] = [{"role": "system", "content": GRADER_RULES + "\n\n"

@@ -24,8 +24,8 @@ def grader_options(grader: str, base_url: str | None, model: str | None, screens
 def run_grade_browser(out: Console, err: Console, store: Any, db: str, task: Path, workspace: Path, run: str | None,
                       grader: str, evidence: Path | None, plans: list[str] | None,
                       options: dict[str, Any]) -> int:
-    from oracles.browser_grading import grade_browser
-    from oracles.evidence_store import evidence_dir_for
+    from procgrade.oracles.browser_grading import grade_browser
+    from procgrade.oracles.evidence_store import evidence_dir_for
 
     evidence_dir = evidence or evidence_dir_for(db)
 
@@ -56,8 +56,8 @@ def run_grade_browser(out: Console, err: Console, store: Any, db: str, task: Pat
 
 def run_validate_plans(out: Console, err: Console, directory: Path, grader: str, grades: int, bug_grades: int,
                        options: dict[str, Any]) -> int:
-    from oracles.browser_graders import make_grader
-    from oracles.plan_validation import table4, validate_plans
+    from procgrade.oracles.browser_graders import make_grader
+    from procgrade.oracles.plan_validation import table4, validate_plans
 
     result = validate_plans(directory, make_grader(grader, **options), reference_grades=grades,
                             bug_grades=bug_grades)

@@ -9,7 +9,7 @@ allow, every check decided from what the page shows and quoted; a step passes on
 passes, and a plan only if every step does.
 
 Graders are registered by name (:data:`GRADERS`): ``scripted`` (:class:`ScriptedGrader`, here: Playwright
-locators by role, label or visible text, deterministic) and ``agent`` (:mod:`oracles.browser_agent`, an LLM
+locators by role, label or visible text, deterministic) and ``agent`` (:mod:`procgrade.oracles.browser_agent`, an LLM
 acting through Playwright tools).
 
 :func:`evidence_problem` is the protocol's test of a grade's evidence: every check needs a quote, and every
@@ -24,8 +24,8 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
-from oracles.browser_plans import Action, Check, Plan, Step
-from oracles.evidence_store import EvidenceStore
+from procgrade.oracles.browser_plans import Action, Check, Plan, Step
+from procgrade.oracles.evidence_store import EvidenceStore
 
 __all__ = [
     "CHROMIUM",
@@ -203,9 +203,9 @@ def register_grader(name: str) -> Callable[[Callable[..., Grader]], Callable[...
 
 def make_grader(name: str, **options: Any) -> Grader:
     if name == "agent" and "agent" not in GRADERS:
-        import oracles.browser_agent  # noqa: F401 - registers itself
+        import procgrade.oracles.browser_agent  # noqa: F401 - registers itself
     if name not in GRADERS:
-        from engine.errors import ProcgradeError
+        from procgrade.engine.errors import ProcgradeError
 
         raise ProcgradeError(f"unknown grader {name!r} (available: scripted, agent)")
     return GRADERS[name](**options)
@@ -214,7 +214,7 @@ def make_grader(name: str, **options: Any) -> Grader:
 def record_step(evidence: EvidenceStore, step_index: int, step: Step, user: str, actions: list[str],
                 checks: list[CheckRecord], obs: Observation) -> StepRecord:
     """Store the step's screenshot, page text, snapshot and quotes; a step passes only if every check does."""
-    from engine.canonical import canonical_json
+    from procgrade.engine.canonical import canonical_json
 
     quotes = [{"says": c.says, "passed": c.passed, "evidence": c.evidence} for c in checks]
     return StepRecord(

@@ -2,10 +2,10 @@
 protocol, and the outcome events.
 
 Per grade (ViBench 2.0, Appendix C and Figure 3): start the product from a fresh copy of the workspace on an
-empty database (:mod:`oracles.product_server`), run the plan's seed script against it (a failed seed fails the
-grade, with its log kept), and let the grader operate Chromium (:mod:`oracles.browser_graders`). A product
+empty database (:mod:`procgrade.oracles.product_server`), run the plan's seed script against it (a failed seed fails the
+grade, with its log kept), and let the grader operate Chromium (:mod:`procgrade.oracles.browser_graders`). A product
 that does not start fails the grade with its start log kept as evidence. A grade whose evidence is not on
-screen, or whose grader broke a rule or crashed, is discarded. :mod:`oracles.regrade_protocol` decides when
+screen, or whose grader broke a rule or crashed, is discarded. :mod:`procgrade.oracles.regrade_protocol` decides when
 to grade again and the plan's verdict.
 
 :func:`grade_browser` appends to one run, in one transaction: ``browser_grading_started``; per plan, one
@@ -33,9 +33,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from engine.errors import RunSealedError, SeqConflictError, UnknownRunError
-from engine.events import EVENT_KINDS, Event, PlanGrade, TestResult
-from oracles.browser_graders import (
+from procgrade.engine.errors import RunSealedError, SeqConflictError, UnknownRunError
+from procgrade.engine.events import EVENT_KINDS, Event, PlanGrade, TestResult
+from procgrade.oracles.browser_graders import (
     BrowserSession,
     Grader,
     GradeRecord,
@@ -44,10 +44,10 @@ from oracles.browser_graders import (
     launch_chromium,
     make_grader,
 )
-from oracles.browser_plans import BrowserTask, Plan, load_browser_task
-from oracles.evidence_store import EvidenceStore
-from oracles.product_server import DEFAULT_POSTGRES, ProductDidNotStart, started_product
-from oracles.regrade_protocol import GradeVote, PlanVerdict, plan_verdict, run_protocol
+from procgrade.oracles.browser_plans import BrowserTask, Plan, load_browser_task
+from procgrade.oracles.evidence_store import EvidenceStore
+from procgrade.oracles.product_server import DEFAULT_POSTGRES, ProductDidNotStart, started_product
+from procgrade.oracles.regrade_protocol import GradeVote, PlanVerdict, plan_verdict, run_protocol
 
 __all__ = [
     "VERIFIER",
@@ -186,13 +186,13 @@ def grade_task(task: BrowserTask, workspace: str | Path, grader: Grader, evidenc
                plans: list[str] | None = None, browser: Any = None, postgres: str = DEFAULT_POSTGRES,
                progress: Callable[[str, int, GradeRecord], None] | None = None) -> BrowserGrading:
     """Grade every plan (or the named ones) of ``task`` on ``workspace`` under the re-grade protocol."""
-    from oracles.sandbox import hash_workspace
+    from procgrade.oracles.sandbox import hash_workspace
 
     workspace = Path(workspace).resolve()
     known = [p.id for p in task.plans]
     unknown = [p for p in plans or [] if p not in known]
     if unknown:
-        from engine.errors import InputError
+        from procgrade.engine.errors import InputError
 
         raise InputError(str(task.plans_dir), None, "plan", f"no plan {', '.join(map(repr, unknown))} "
                          f"(plans: {', '.join(known)})")
@@ -273,7 +273,7 @@ def browser_events(run_id: str, first_seq: int, check: int, grading: BrowserGrad
 
 
 def _checks(store: Any, run_id: str) -> int:
-    from engine.stored import STORED_COLUMNS
+    from procgrade.engine.stored import STORED_COLUMNS
 
     kind = STORED_COLUMNS.index("kind")
     return sum(1 for row in store.stored_events(run_id) if row[kind] == "browser_grading_started")
@@ -313,7 +313,7 @@ def grade_browser(store: Any, task_dir: str | Path, workspace: str | Path, run_i
             created, count, check = True, 0, 0
         events = browser_events(target, count + (1 if created else 0), check, grading)
         if created:
-            from engine.version import __version__
+            from procgrade.engine.version import __version__
 
             start = _event("run_started", run_id=target, seq=0, event_id=f"{target}@start", ts=grading.started_at,
                            actor="harness", harness={"name": HARNESS, "version": __version__}, task_id=task.task_id,

@@ -30,8 +30,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from engine.canonical import canonical_json
-from engine.errors import InputError
+from procgrade.engine.canonical import canonical_json
+from procgrade.engine.errors import InputError
 
 __all__ = [
     "BUG_KINDS",
@@ -306,7 +306,7 @@ def _load_yaml_model(path: Path, model: type[BaseModel]) -> Any:
     from ruamel.yaml import YAML
     from ruamel.yaml.error import YAMLError
 
-    from rules.loading import _dotted, _line_of, _plain
+    from procgrade.rules.loading import _dotted, _line_of, _plain
 
     try:
         text = path.read_text(encoding="utf-8")

@@ -1,6 +1,6 @@
 """The static scan run on a submitted workspace before any hidden test is injected.
 
-Checks on the judged copy of the workspace (:func:`~oracles.sandbox.copy_workspace`: bytecode
+Checks on the judged copy of the workspace (:func:`~procgrade.oracles.sandbox.copy_workspace`: bytecode
 caches and a top-level virtualenv are not copied, so they are neither scanned nor reachable
 in the sandbox), all without running any of its code:
 
@@ -44,7 +44,7 @@ import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from oracles.sandbox import CACHE_DIRS, VENV_DIRS
+from procgrade.oracles.sandbox import CACHE_DIRS, VENV_DIRS
 
 __all__ = [
     "Finding",

@@ -1,6 +1,6 @@
 """The ``docker`` sandbox back-end: one fresh container per judgement (Zero2Repo's judge).
 
-Each session gets, from the judge image (:mod:`oracles.judge_image`: Debian bookworm
+Each session gets, from the judge image (:mod:`procgrade.oracles.judge_image`: Debian bookworm
 minbase, Python 3.11, pytest >= 8, user ``judge`` uid 10001):
 
 - **a fresh container**, removed with its volumes when the session ends (always):
@@ -35,7 +35,7 @@ fetched with ``get_archive`` from the stopped container. If the container does n
 the report discarded (``report_problem``).
 
 Back-end failures (engine unreachable, image missing and not buildable, API errors)
-raise :class:`~oracles.sandbox.SandboxError`: an infrastructure error, never a verdict.
+raise :class:`~procgrade.oracles.sandbox.SandboxError`: an infrastructure error, never a verdict.
 """
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from oracles.judge_image import (
+from procgrade.oracles.judge_image import (
     IMAGE_PYTHON,
     JUDGE_UID,
     JUDGE_USER,
@@ -64,7 +64,7 @@ from oracles.judge_image import (
     docker_client,
     ensure_image,
 )
-from oracles.sandbox import (
+from procgrade.oracles.sandbox import (
     BANNED_PROBE,
     RUNNER_PROBE,
     RUNNER_PROBE_PRINT,
@@ -77,7 +77,7 @@ from oracles.sandbox import (
     SandboxSession,
     copy_workspace,
 )
-from oracles.task_package import SuiteFile, fill_template
+from procgrade.oracles.task_package import SuiteFile, fill_template
 
 __all__ = ["DockerSandbox", "DockerSession", "DockerLimits", "WORKSPACE", "TEST_DIR", "REPORT_PATH", "LABEL",
            "leftovers", "remove_leftovers", "engine_available"]
@@ -320,9 +320,9 @@ class _Tail:
 class DockerSandbox(Sandbox):
     """The docker back-end (see the module documentation).
 
-    ``image``: the judge image's tag (default: :func:`oracles.judge_image.ensure_image`,
+    ``image``: the judge image's tag (default: :func:`procgrade.oracles.judge_image.ensure_image`,
     which builds it when missing unless ``build_image`` is false). A task with its own
-    judge environment (:mod:`oracles.judge_env`) is judged in an image layered on it
+    judge environment (:mod:`procgrade.oracles.judge_env`) is judged in an image layered on it
     (built once, with the engine's network off, and cached by its pins); ``packages`` are
     local packages added to every such layer.
     """
@@ -362,8 +362,8 @@ class DockerSandbox(Sandbox):
             return self._image
 
     def environment(self, env: Any) -> Any:
-        """The built :class:`~oracles.judge_env.JudgeEnv` (an image layer) for ``env``."""
-        from oracles.judge_env import EnvBuildError, EnvSpec, ensure_env_image
+        """The built :class:`~procgrade.oracles.judge_env.JudgeEnv` (an image layer) for ``env``."""
+        from procgrade.oracles.judge_env import EnvBuildError, EnvSpec, ensure_env_image
 
         spec = EnvSpec(tuple(env.requirements), tuple(env.packages) + self.packages)
         try:

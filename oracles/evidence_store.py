@@ -14,7 +14,7 @@ import os
 import tempfile
 from pathlib import Path
 
-from engine.errors import ProcgradeError
+from procgrade.engine.errors import ProcgradeError
 
 __all__ = ["EvidenceStore", "EvidenceMissingError", "evidence_dir_for"]
 

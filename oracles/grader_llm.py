@@ -17,7 +17,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from engine.errors import ProcgradeError
+from procgrade.engine.errors import ProcgradeError
 
 __all__ = ["ToolCall", "ChatReply", "ChatClient", "OpenAIChatClient", "JudgeLayerClient", "client_from_config"]
 
@@ -82,7 +82,7 @@ def _parse_call(call: dict[str, Any]) -> ToolCall:
 
 
 class JudgeLayerClient:
-    """The judge layer's model (``judges.client.ChatModel``: ``complete(ChatRequest) -> ChatResponse``, with its
+    """The judge layer's model (``procgrade.judges.client.ChatModel``: ``complete(ChatRequest) -> ChatResponse``, with its
     retries, recorded attempts and key handling) as the grader's :class:`ChatClient`."""
 
     def __init__(self, chat_model: Any, *, temperature: float | None = None) -> None:
@@ -91,7 +91,7 @@ class JudgeLayerClient:
         self.model = str(getattr(endpoint, "model", None) or getattr(chat_model, "model", ""))
 
     def chat(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> ChatReply:
-        from judges.client import ChatRequest
+        from procgrade.judges.client import ChatRequest
 
         response = self.chat_model.complete(ChatRequest(messages=tuple(messages), tools=tuple(tools),
                                                         response_format="none", temperature=self.temperature))

@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from engine.canonical import canonical_json
+from procgrade.engine.canonical import canonical_json
 
 __all__ = ["EnvSpec", "JudgeEnv", "EnvBuildError", "parse_install_command", "ensure_local_env", "ensure_env_image",
            "DEFAULT_PYTEST", "IMAGE_ENV_PYTHON", "cache_dir"]

@@ -20,7 +20,7 @@ the hash covering :data:`RECIPE` and the source of the build steps, so changing 
 names a new image and an image with the tag was built from this recipe (the build itself
 is not bit-for-bit reproducible: Debian's mirror moves on within bookworm).
 
-``python -m oracles.judge_image`` builds the image when it is missing (``.ci/run``
+``python -m procgrade.oracles.judge_image`` builds the image when it is missing (``.ci/run``
 does that); :func:`ensure_image` does the same from Python. Building needs root,
 ``debootstrap``, ``tar``, the Debian mirror and PyPI. Measured on 2026-12-01 on a 2-core machine
 shared with other jobs (load average 8 to 9): 126 s, of which 109 s debootstrap (fetching and
@@ -260,7 +260,7 @@ def ensure_image(client: Any | None = None, *, build: bool = True, log: Callable
     if _image_exists(client, tag):
         return tag
     if not build:
-        raise ImageBuildError(f"the judge image {tag} is missing: build it with `python -m oracles.judge_image`")
+        raise ImageBuildError(f"the judge image {tag} is missing: build it with `python -m procgrade.oracles.judge_image`")
     with _build_lock():
         if _image_exists(client, tag):  # another process built it meanwhile
             return tag
@@ -269,7 +269,7 @@ def ensure_image(client: Any | None = None, *, build: bool = True, log: Callable
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m oracles.judge_image",
+    parser = argparse.ArgumentParser(prog="python -m procgrade.oracles.judge_image",
                                      description="Build the Docker judge image when it is missing; print its tag.")
     parser.add_argument("--print-tag", action="store_true", help="print the tag only (no engine needed)")
     parser.add_argument("--rebuild", action="store_true", help="build even when the image exists")

@@ -75,7 +75,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from oracles.sandbox import (
+from procgrade.oracles.sandbox import (
     BANNED_PROBE,
     RUNNER_PROBE,
     RUNNER_PROBE_PRINT,
@@ -88,7 +88,7 @@ from oracles.sandbox import (
     SandboxSession,
     copy_workspace,
 )
-from oracles.task_package import SuiteFile, fill_template
+from procgrade.oracles.task_package import SuiteFile, fill_template
 
 __all__ = ["LocalSandbox", "Limits", "UID_RANGE", "isolation_available"]
 
@@ -473,7 +473,7 @@ class LocalSandbox(Sandbox):
     def __init__(self, python: str | None = None, *, limits: Limits | None = None, base_dir: str | Path | None = None,
                  isolate: bool = True, packages: Sequence[str | Path] = ()) -> None:
         #: The judge interpreter (default: procgrade's own); a task with its own judge
-        #: environment gets a virtualenv made from it (:mod:`oracles.judge_env`).
+        #: environment gets a virtualenv made from it (:mod:`procgrade.oracles.judge_env`).
         self.python = python or sys.executable
         self.limits = limits or Limits()
         self.base_dir = Path(base_dir or tempfile.gettempdir()).resolve()
@@ -481,8 +481,8 @@ class LocalSandbox(Sandbox):
         self.packages = tuple(str(Path(p).resolve()) for p in packages)
 
     def environment(self, env: Any) -> Any:
-        """The built :class:`~oracles.judge_env.JudgeEnv` (a cached virtualenv) for ``env``."""
-        from oracles.judge_env import EnvBuildError, EnvSpec, ensure_local_env
+        """The built :class:`~procgrade.oracles.judge_env.JudgeEnv` (a cached virtualenv) for ``env``."""
+        from procgrade.oracles.judge_env import EnvBuildError, EnvSpec, ensure_local_env
 
         spec = EnvSpec(tuple(env.requirements), tuple(env.packages) + self.packages)
         try:

@@ -18,11 +18,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from oracles.browser_graders import GradeRecord, Grader
-from oracles.browser_grading import chromium, grade_plan
-from oracles.browser_plans import BUG_KINDS, BrowserTask, apply_plant, load_browser_task
-from oracles.evidence_store import EvidenceStore
-from oracles.product_server import DEFAULT_POSTGRES
+from procgrade.oracles.browser_graders import GradeRecord, Grader
+from procgrade.oracles.browser_grading import chromium, grade_plan
+from procgrade.oracles.browser_plans import BUG_KINDS, BrowserTask, apply_plant, load_browser_task
+from procgrade.oracles.evidence_store import EvidenceStore
+from procgrade.oracles.product_server import DEFAULT_POSTGRES
 
 __all__ = ["PlanTally", "BugTally", "PlanValidation", "validate_plans", "table4"]
 

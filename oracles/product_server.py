@@ -30,8 +30,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from engine.errors import ProcgradeError
-from oracles.browser_plans import ProductSpec
+from procgrade.engine.errors import ProcgradeError
+from procgrade.oracles.browser_plans import ProductSpec
 
 __all__ = ["DEFAULT_POSTGRES", "ProductDidNotStart", "RunningProduct", "started_product", "free_port"]
 

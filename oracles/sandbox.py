@@ -29,9 +29,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from engine.canonical import canonical_json
-from engine.errors import ProcgradeError
-from oracles.task_package import SuiteFile
+from procgrade.engine.canonical import canonical_json
+from procgrade.engine.errors import ProcgradeError
+from procgrade.oracles.task_package import SuiteFile
 
 __all__ = [
     "Sandbox",
@@ -201,7 +201,7 @@ class RunOutcome:
     #: Processes of the sandbox still alive after the run that the back-end had to kill.
     stragglers_killed: int = 0
     #: What the judge's launcher refused while the tests ran (``{kind, name, detail}``, see
-    #: :mod:`oracles.judge_launcher`), read from the run's output.
+    #: :mod:`procgrade.oracles.judge_launcher`), read from the run's output.
     policy_events: list[dict[str, Any]] = field(default_factory=list)
 
 
@@ -246,7 +246,7 @@ class Sandbox(ABC):
 
     @abstractmethod
     def session(self, env: Any = None) -> AbstractContextManager[SandboxSession]:
-        """A fresh session; ``env`` (an :class:`oracles.judge_env.EnvSpec`): run it in that
+        """A fresh session; ``env`` (an :class:`procgrade.oracles.judge_env.EnvSpec`): run it in that
         task's judge environment (built once, cached) instead of the default one."""
 
 

@@ -11,7 +11,7 @@ Layout (paper, Appendix B; the sample ``tasks/verrange/README.md`` explains ever
     controls/<name>/expect.json             the reward it must get (ControlExpect)
 
 A folder whose ``source/manifest.json`` has ``case_id`` is a Zero2Repo case package and is
-read as it is by :mod:`oracles.zero2repo` (its own field names and semantics).
+read as it is by :mod:`procgrade.oracles.zero2repo` (its own field names and semantics).
 
 Everything is checked on load and every problem is reported as ``FILE: field: reason``
 (all of them at once, one per line). The JSON files are read with strict models
@@ -31,8 +31,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from engine.canonical import canonical_json
-from engine.errors import InputError
+from procgrade.engine.canonical import canonical_json
+from procgrade.engine.errors import InputError
 
 __all__ = [
     "TaskPackageError",
@@ -239,7 +239,7 @@ class Task:
     tests_dir: Path
     tests: TestManifest
     controls: dict[str, Control] = field(default_factory=dict)
-    #: ``procgrade`` (this module's layout) or ``zero2repo`` (:mod:`oracles.zero2repo`).
+    #: ``procgrade`` (this module's layout) or ``zero2repo`` (:mod:`procgrade.oracles.zero2repo`).
     layout: str = "procgrade"
     #: The task's own judge environment (pinned test dependencies), if it declares one.
     env: Any = None
@@ -339,7 +339,7 @@ def load_task(task_dir: str | Path, milestone: str = "final") -> Task:
     problems = _Problems(root)
     if not root.is_dir():
         raise TaskPackageError([(str(root), None, "not a directory")])
-    from oracles.zero2repo import is_zero2repo, load_zero2repo
+    from procgrade.oracles.zero2repo import is_zero2repo, load_zero2repo
 
     if is_zero2repo(root):
         parts = load_zero2repo(root, milestone, problems)

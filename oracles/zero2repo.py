@@ -1,6 +1,6 @@
 """Zero2Repo case packages read as they are (``benchmark/cases/<case_id>/``).
 
-:func:`oracles.task_package.load_task` hands a folder here when its
+:func:`procgrade.oracles.task_package.load_task` hands a folder here when its
 ``source/manifest.json`` has a ``case_id`` (Zero2Repo's internal and public manifest
 variants; procgrade's own layout has ``task_id``). Every field gets the meaning Zero2Repo's
 runner gives it:
@@ -8,7 +8,7 @@ runner gives it:
 ``source/manifest.json``
     ``case_id`` is the task id (it must equal ``denylist.json``'s); ``runner.install_command``
     builds the task's judge environment (its pip requirements, see
-    :mod:`oracles.judge_env`); ``runner.build_command`` is not run at judge time (Zero2Repo's
+    :mod:`procgrade.oracles.judge_env`); ``runner.build_command`` is not run at judge time (Zero2Repo's
     judge records it ``skipped``: build outputs must be in the workspace);
     ``runner.workdir`` (``/app``) is the workspace; ``runner.judge_bans`` (``socket``,
     ``subprocess``) are enforced by the launcher's audit hook while tests run;
@@ -46,7 +46,7 @@ import shlex
 from pathlib import Path
 from typing import Any
 
-from oracles.judge_env import EnvSpec, parse_install_command
+from procgrade.oracles.judge_env import EnvSpec, parse_install_command
 
 __all__ = ["is_zero2repo", "load_zero2repo", "TIMEOUT_FLOOR_SEC", "ZERO2REPO_COMMAND"]
 
@@ -220,9 +220,9 @@ def parse_pytest_command(command: str) -> tuple[list[str], list[str], list[str],
 
 
 def load_zero2repo(root: Path, milestone: str, problems: Any) -> dict[str, Any] | None:
-    """The parts of a :class:`~oracles.task_package.Task` read from a Zero2Repo case (``None``
+    """The parts of a :class:`~procgrade.oracles.task_package.Task` read from a Zero2Repo case (``None``
     when a problem was added to ``problems``)."""
-    from oracles.task_package import ControlExpect, Denylist, SourceManifest, TestManifest, _check_relpath
+    from procgrade.oracles.task_package import ControlExpect, Denylist, SourceManifest, TestManifest, _check_relpath
 
     notices: list[str] = []
     r = _Reader(problems, notices)

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from engine.canonical import canonical_json, sha256_hex
-from rules.model import SEMANTICS, RuleSet
+from procgrade.engine.canonical import canonical_json, sha256_hex
+from procgrade.rules.model import SEMANTICS, RuleSet
 
 __all__ = ["normalised_rule", "rule_hash", "ruleset_document", "ruleset_hash", "versions_of"]
 

@@ -13,8 +13,8 @@ from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.error import YAMLError
 
-from engine.errors import InputError
-from rules.model import RuleSet
+from procgrade.engine.errors import InputError
+from procgrade.rules.model import RuleSet
 
 __all__ = ["load_ruleset", "parse_ruleset", "DEFAULT_RULESET"]
 

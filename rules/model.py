@@ -18,8 +18,8 @@ from typing import Annotated, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from engine.events import EVENT_KINDS
-from engine.facts import FACT_COLUMNS
+from procgrade.engine.events import EVENT_KINDS
+from procgrade.engine.facts import FACT_COLUMNS
 
 __all__ = [
     "ActorClass",

@@ -8,7 +8,7 @@ Semantics shared by every template (the SQL back-end implements the same):
   activations with the event first).
 - Scope ``run`` is one partition. Scope ``stage`` partitions events by their stage:
   under semantics 1 the event's own ``stage``, under semantics 2 the stage derived from
-  the log (``in_stage``, see :mod:`engine.stages`); events without one are outside every
+  the log (``in_stage``, see :mod:`procgrade.engine.stages`); events without one are outside every
   stage and ignored.
 - Applicability (semantics 2): a scope-level template (count, existence, absence) judges
   a partition only if an ``applies_if`` event occurred in it (default: for absence, a
@@ -40,7 +40,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from rules.model import (
+from procgrade.rules.model import (
     AbsenceRule,
     ChainPrecedenceRule,
     ChainResponseRule,
@@ -56,7 +56,7 @@ from rules.model import (
     SatisfiesRule,
     as_list,
 )
-from rules.predicates import ACTOR, COLUMN, SEQ, STAGE, actor_matches, compile_any, kinds_of
+from procgrade.rules.predicates import ACTOR, COLUMN, SEQ, STAGE, actor_matches, compile_any, kinds_of
 
 __all__ = ["Finding", "Tally", "SEMANTICS_VERSION", "evaluate", "RunMonitor", "MAX_CITED"]
 
@@ -145,7 +145,7 @@ class _Monitor:
         """The function that feeds rows of ``kind`` to this rule, or None when it ignores them.
 
         Templates on the hot path build it with their role tests resolved for the kind
-        (see :meth:`rules.predicates.Matcher.for_kind`); the others feed every watched kind
+        (see :meth:`procgrade.rules.predicates.Matcher.for_kind`); the others feed every watched kind
         through :meth:`_on`.
         """
         kinds = self.kinds()
@@ -209,7 +209,7 @@ def applicability_guard(rule: Any) -> list[Any] | None:
     """What makes a scope-level rule applicable under semantics 2: its ``applies_if``; by
     default, for absence, the model doing a kind of thing the rule matches; None meaning
     "any model event" (count and existence)."""
-    from rules.model import AbsenceRule, Predicate
+    from procgrade.rules.model import AbsenceRule, Predicate
 
     explicit = getattr(rule, "applies_if", None)
     if explicit is not None:

@@ -9,7 +9,7 @@ rule flags the fault run (no collateral: the planted fault is attributed to
 one rule, not smeared over several). ``procgrade validate-rules DIR`` runs this;
 the module only computes, the CLI presents.
 
-Runs are read straight from JSONL with :func:`engine.native.read_native` and
+Runs are read straight from JSONL with :func:`procgrade.engine.native.read_native` and
 scored with the canonical monitor, so validation needs no database and sees the
 same fact rows the store would hold.
 """
@@ -21,13 +21,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from engine.errors import InputError
-from engine.events import Event
-from engine.facts import extract_facts
-from engine.native import read_native
-from engine.stages import StageConflict, derive_stages, envelope
-from rules.model import RuleSet
-from rules.monitor import VIOLATED, evaluate
+from procgrade.engine.errors import InputError
+from procgrade.engine.events import Event
+from procgrade.engine.facts import extract_facts
+from procgrade.engine.native import read_native
+from procgrade.engine.stages import StageConflict, derive_stages, envelope
+from procgrade.rules.model import RuleSet
+from procgrade.rules.monitor import VIOLATED, evaluate
 
 __all__ = ["FAULT_FILE", "CLEAN_FILE", "PlantedCase", "PlantedResult", "discover", "validate_corpus",
            "summary", "uncovered", "coverage", "fact_rows", "violations"]
@@ -90,7 +90,7 @@ def discover(directory: Path) -> list[PlantedCase]:
 
 
 def fact_rows(events: Iterable[Event]) -> list[tuple[Any, ...]]:
-    """The monitor's rows (``rules.predicates.ROW_COLUMNS`` order), as the store would derive them
+    """The monitor's rows (``procgrade.rules.predicates.ROW_COLUMNS`` order), as the store would derive them
     (the derived stage too, strictly, as at ingest)."""
     events = list(events)
     stages = derive_stages([envelope(e) for e in events])

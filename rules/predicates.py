@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from engine.store.scores import FACT_ROW_COLUMNS
-from rules.model import Predicate
+from procgrade.engine.store.scores import FACT_ROW_COLUMNS
+from procgrade.rules.model import Predicate
 
 __all__ = ["ROW_COLUMNS", "COLUMN", "Matcher", "actor_matches", "compile_any", "compile_predicate", "kinds_of"]
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from rules.model import (
+from procgrade.rules.model import (
     AbsenceRule,
     CountRule,
     DistinctRule,
@@ -24,8 +24,8 @@ from rules.model import (
     ResponseRule,
     as_list,
 )
-from rules.monitor import VACUOUS, VIOLATED, Finding, applicability_guard
-from rules.predicates import ACTOR, COLUMN, KIND, SEQ, actor_matches
+from procgrade.rules.monitor import VACUOUS, VIOLATED, Finding, applicability_guard
+from procgrade.rules.predicates import ACTOR, COLUMN, KIND, SEQ, actor_matches
 
 __all__ = ["near_misses", "vacuous_reason", "MAX_NOTES"]
 

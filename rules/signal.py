@@ -20,11 +20,11 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
-from engine.rescoring import compute_score
-from engine.store import EventStore
-from engine.store.scores import ScoreStore
-from rules.identity import ruleset_hash
-from rules.model import RuleSet
+from procgrade.engine.rescoring import compute_score
+from procgrade.engine.store import EventStore
+from procgrade.engine.store.scores import ScoreStore
+from procgrade.rules.identity import ruleset_hash
+from procgrade.rules.model import RuleSet
 
 __all__ = ["RunSignal", "RuleSignal", "SignalReport", "measure", "render"]
 

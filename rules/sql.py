@@ -1,6 +1,6 @@
 """The SQL back-end: every template compiled to window-function SQL run by the store's database.
 
-Same meaning as the canonical monitor (:mod:`rules.monitor`, whose docstring is the
+Same meaning as the canonical monitor (:mod:`procgrade.rules.monitor`, whose docstring is the
 specification), evaluated by SQLite (3.28+) or PostgreSQL instead of Python. Each
 rule becomes one query over the run's rows of the ``events`` table; all ordering and
 state (last target or reset before an activation, next target or deadline after it,
@@ -16,7 +16,7 @@ partition, per-partition counts and first seqs) is computed by the database from
 - ``LAG``/``LEAD``, ``ROW_NUMBER`` and ``GROUP BY``,
 
 never correlated ``EXISTS`` subqueries (quadratic). Python only turns result rows
-into :class:`~rules.monitor.Finding` objects.
+into :class:`~procgrade.rules.monitor.Finding` objects.
 
 How the monitor's within-one-event order is kept: when activation, target, reset
 and deadline may be keyed on different columns, each event contributes one row per
@@ -43,8 +43,8 @@ from typing import Any
 
 from sqlalchemy import text
 
-from engine.facts import FACT_COLUMNS
-from rules.model import (
+from procgrade.engine.facts import FACT_COLUMNS
+from procgrade.rules.model import (
     AbsenceRule,
     ChainPrecedenceRule,
     ChainResponseRule,
@@ -61,7 +61,7 @@ from rules.model import (
     SatisfiesRule,
     as_list,
 )
-from rules.monitor import FULFILLED, MAX_CITED, VACUOUS, VIOLATED, Finding, applicability_guard
+from procgrade.rules.monitor import FULFILLED, MAX_CITED, VACUOUS, VIOLATED, Finding, applicability_guard
 
 __all__ = ["evaluate_sql", "compile_rule", "CompiledRule", "SUPPORTED_DIALECTS"]
 
@@ -118,7 +118,7 @@ def _starts_with(column: str, prefix: str, p: _Params) -> str:
 
 
 def _actor_sql(classes: Sequence[str], p: _Params) -> str:
-    """``actor`` belongs to one of ``classes`` (see rules.predicates.actor_matches)."""
+    """``actor`` belongs to one of ``classes`` (see procgrade.rules.predicates.actor_matches)."""
     if "any" in classes:
         return _TRUE
     bases: list[str] = []
@@ -564,7 +564,7 @@ def _findings(compiled: CompiledRule, rows: list[Any]) -> list[Finding]:
 def evaluate_sql(store: Any, ruleset: RuleSet, run_id: str) -> dict[str, list[Finding]]:
     """Every rule of ``ruleset`` over run ``run_id`` of ``store``, evaluated by its database.
 
-    Returns what :func:`rules.monitor.evaluate` returns for the run's fact rows: findings
+    Returns what :func:`procgrade.rules.monitor.evaluate` returns for the run's fact rows: findings
     per rule id in rule-set order, each list ordered by :meth:`Finding.sort_key`.
     """
     dialect = store.engine.dialect.name

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from oracles.acceptance import JudgeResult
+from procgrade.oracles.acceptance import JudgeResult
 
 TASK = Path(__file__).resolve().parent.parent / "tasks" / "verrange"
 #: The two hidden tests the partial control fails honestly (it misses one long-tail rule).

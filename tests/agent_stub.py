@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from oracles.browser_plans import Plan
+from procgrade.oracles.browser_plans import Plan
 
 Policy = Callable[[list[dict[str, Any]]], list[tuple[str, dict[str, Any]]]]
 

@@ -17,7 +17,7 @@ from typing import Any
 
 import rfc8785
 
-from engine.events import Event, event_adapter
+from procgrade.engine.events import Event, event_adapter
 
 RUN = "run-1"
 SHA_A = "a" * 64
@@ -202,7 +202,7 @@ def every_kind_run(run_id: str, length: int) -> list[dict[str, Any]]:
 def _stages_agree(lines: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Give every event inside an open stage (or round) that stage, as the store requires of
     events that carry one (engine.stages); events outside keep their own."""
-    from engine.stages import StageTracker
+    from procgrade.engine.stages import StageTracker
 
     tracker = StageTracker()
     for line in lines:

@@ -14,9 +14,9 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from engine.collector_client import run_path
-from engine.store import open_store
-from engine.tokens import TokenStore
+from procgrade.engine.collector_client import run_path
+from procgrade.engine.store import open_store
+from procgrade.engine.tokens import TokenStore
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -53,7 +53,7 @@ class Server:
     def start(self, wait: bool = True) -> None:
         out = open(self.log, "ab")
         self.proc = subprocess.Popen(
-            [sys.executable, "-c", "from engine.cli import main; main()", "serve", "--db", self.db_url, "--port", str(self.port), *self.extra],
+            [sys.executable, "-c", "from procgrade.engine.cli import main; main()", "serve", "--db", self.db_url, "--port", str(self.port), *self.extra],
             cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1"})
         out.close()
         if wait:

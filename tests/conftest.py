@@ -19,7 +19,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from databases import DATABASES, fresh_url  # noqa: E402
 
-from engine.store import EventStore, open_store  # noqa: E402
+from procgrade.engine.store import EventStore, open_store  # noqa: E402
 
 #: Task packages and hidden suites kept as fixtures are data for the oracles, never tests of procgrade.
 collect_ignore = ["fixtures"]

@@ -9,15 +9,15 @@ from typing import Any
 import pytest
 from sqlalchemy import select
 
-from engine.errors import InputError
-from engine.events import Event
-from engine.importers import get_importer, plan_imports
-from engine.importers.building import ImportedRun
-from engine.importers.source_tree import open_tree
-from engine.ingest import ingest_paths
-from engine.store import EventStore
-from engine.store.schema import events as events_table
-from engine.store.schema import runs as runs_table
+from procgrade.engine.errors import InputError
+from procgrade.engine.events import Event
+from procgrade.engine.importers import get_importer, plan_imports
+from procgrade.engine.importers.building import ImportedRun
+from procgrade.engine.importers.source_tree import open_tree
+from procgrade.engine.ingest import ingest_paths
+from procgrade.engine.store import EventStore
+from procgrade.engine.store.schema import events as events_table
+from procgrade.engine.store.schema import runs as runs_table
 
 FIXTURES = Path(__file__).parent / "fixtures" / "imports"
 
@@ -51,7 +51,7 @@ def of_kind(run: ImportedRun, kind: str) -> list[Event]:
 
 def test_runs_found(run: ImportedRun) -> list[tuple[str | None, str | None]]:
     """(command, outcome fact) of every test_run, in seq order."""
-    from engine.facts import test_outcome
+    from procgrade.engine.facts import test_outcome
 
     return [(e.command, test_outcome(e)) for e in of_kind(run, "test_run")]  # type: ignore[arg-type]
 

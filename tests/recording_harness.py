@@ -6,7 +6,7 @@ import hashlib
 from collections.abc import Callable
 from typing import Any
 
-from engine.recorder import Recorder, record
+from procgrade.engine.recorder import Recorder, record
 
 
 class StepClock:

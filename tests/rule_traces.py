@@ -20,10 +20,10 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from engine.events import Event, event_adapter
-from engine.facts import FACT_COLUMNS, command_hash
-from engine.stages import StageTracker
-from rules.model import RuleSet
+from procgrade.engine.events import Event, event_adapter
+from procgrade.engine.facts import FACT_COLUMNS, command_hash
+from procgrade.engine.stages import StageTracker
+from procgrade.rules.model import RuleSet
 
 #: Actors of a run, the model's own most often (default activations match only them).
 ACTORS = ("agent",) * 5 + ("subagent:a",) * 2 + ("subagent:b", "harness", "harness", "user", "human", "human:x",

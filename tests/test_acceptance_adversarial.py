@@ -35,10 +35,10 @@ from acceptance_attacks import (
     messages,
     workspace,
 )
-from oracles.acceptance import JudgeResult, judge
-from oracles.local_sandbox import LocalSandbox, _pids_of_uid, isolation_available
-from oracles.sandbox import Sandbox, SandboxSession
-from oracles.task_package import Task, load_task
+from procgrade.oracles.acceptance import JudgeResult, judge
+from procgrade.oracles.local_sandbox import LocalSandbox, _pids_of_uid, isolation_available
+from procgrade.oracles.sandbox import Sandbox, SandboxSession
+from procgrade.oracles.task_package import Task, load_task
 
 REPO_GIT = TASK.parent.parent / ".git"
 

@@ -13,12 +13,12 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from engine.cli import app
-from oracles import acceptance
-from oracles.acceptance import JudgeResult, judge, validate_task
-from oracles.local_sandbox import LocalSandbox, isolation_available
-from oracles.sandbox import hash_workspace
-from oracles.task_package import Task, load_task
+from procgrade.engine.cli import app
+from procgrade.oracles import acceptance
+from procgrade.oracles.acceptance import JudgeResult, judge, validate_task
+from procgrade.oracles.local_sandbox import LocalSandbox, isolation_available
+from procgrade.oracles.sandbox import hash_workspace
+from procgrade.oracles.task_package import Task, load_task
 
 TASK = Path(__file__).resolve().parent.parent / "tasks" / "verrange"
 

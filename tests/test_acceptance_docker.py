@@ -4,7 +4,7 @@ network, hang, fork-bomb, disk-fill and fake-report attacks are contained.
 
 The engine is part of what is tested: when it does not answer, these tests fail (they do not
 skip). Start it as root with ``nohup dockerd >/tmp/dockerd.log 2>&1 &``, as ``bash .ci/run``
-does; the judge image is built on first use when missing (``python -m oracles.judge_image``).
+does; the judge image is built on first use when missing (``python -m procgrade.oracles.judge_image``).
 """
 
 from __future__ import annotations
@@ -29,17 +29,17 @@ from acceptance_attacks import (
     messages,
     workspace,
 )
-from oracles.acceptance import judge, validate_task
-from oracles.docker_sandbox import (
+from procgrade.oracles.acceptance import judge, validate_task
+from procgrade.oracles.docker_sandbox import (
     DockerLimits,
     DockerSandbox,
     engine_available,
     leftovers,
 )
-from oracles.judge_image import ImageBuildError, docker_client, image_tag, recipe_sha256
-from oracles.junit import parse_junit
-from oracles.sandbox import RunSpec, hash_workspace
-from oracles.task_package import SuiteFile, Task, load_task
+from procgrade.oracles.judge_image import ImageBuildError, docker_client, image_tag, recipe_sha256
+from procgrade.oracles.junit import parse_junit
+from procgrade.oracles.sandbox import RunSpec, hash_workspace
+from procgrade.oracles.task_package import SuiteFile, Task, load_task
 
 MiB = 1 << 20
 LIMITS = DockerLimits(memory_bytes=1 << 30, pids=128, scratch_bytes=64 * MiB, tmp_bytes=64 * MiB, cleanup_sec=10)
@@ -106,7 +106,7 @@ def test_the_image_tag_names_the_recipe(client: Any) -> None:
 
 
 def test_a_missing_image_is_not_built_when_building_is_off(client: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    from oracles import judge_image
+    from procgrade.oracles import judge_image
 
     monkeypatch.setattr(judge_image, "image_tag", lambda: "procgrade-judge:does-not-exist")
     with pytest.raises(ImageBuildError, match="is missing"):

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from oracles.task_package import TaskPackageError, fill_template, load_task, suite_sha256
+from procgrade.oracles.task_package import TaskPackageError, fill_template, load_task, suite_sha256
 
 TASK = Path(__file__).resolve().parent.parent / "tasks" / "verrange"
 

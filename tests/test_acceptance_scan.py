@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from oracles.denylist import banned_entry, find_shadows, scan_imports
-from oracles.junit import JUnitError, parse_junit, static_test_ids
-from oracles.sandbox import copy_workspace, hash_workspace
+from procgrade.oracles.denylist import banned_entry, find_shadows, scan_imports
+from procgrade.oracles.junit import JUnitError, parse_junit, static_test_ids
+from procgrade.oracles.sandbox import copy_workspace, hash_workspace
 
 BANS = ["semver", "packaging", "pip._vendor", "univers"]
 

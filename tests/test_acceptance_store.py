@@ -8,14 +8,14 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from engine.cli import app
-from engine.errors import RunSealedError, UnknownRunError
-from engine.events import EVENT_KINDS
-from engine.log_verification import verify_log
-from engine.store import EventStore
-from oracles.acceptance import accept
-from oracles.local_sandbox import LocalSandbox, isolation_available
-from oracles.task_package import load_task
+from procgrade.engine.cli import app
+from procgrade.engine.errors import RunSealedError, UnknownRunError
+from procgrade.engine.events import EVENT_KINDS
+from procgrade.engine.log_verification import verify_log
+from procgrade.engine.store import EventStore
+from procgrade.oracles.acceptance import accept
+from procgrade.oracles.local_sandbox import LocalSandbox, isolation_available
+from procgrade.oracles.task_package import load_task
 
 TASK = Path(__file__).resolve().parent.parent / "tasks" / "verrange"
 REFERENCE = TASK / "controls/reference/app"

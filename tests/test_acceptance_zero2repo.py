@@ -21,13 +21,13 @@ import pytest
 from typer.testing import CliRunner
 
 from acceptance_attacks import TASK as VERRANGE
-from engine.cli import app
-from engine.errors import ProcgradeError
-from oracles.acceptance import judge, make_sandbox, validate_task
-from oracles.denylist import find_shadows
-from oracles.judge_env import EnvSpec, parse_install_command
-from oracles.local_sandbox import Limits, LocalSandbox, isolation_available
-from oracles.task_package import TaskPackageError, load_task
+from procgrade.engine.cli import app
+from procgrade.engine.errors import ProcgradeError
+from procgrade.oracles.acceptance import judge, make_sandbox, validate_task
+from procgrade.oracles.denylist import find_shadows
+from procgrade.oracles.judge_env import EnvSpec, parse_install_command
+from procgrade.oracles.local_sandbox import Limits, LocalSandbox, isolation_available
+from procgrade.oracles.task_package import TaskPackageError, load_task
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "zero2repo"
 CASE = FIXTURES / "ttlmap"
@@ -50,7 +50,7 @@ def local() -> LocalSandbox:
 
 @pytest.fixture(scope="module")
 def docker() -> Any:
-    from oracles.docker_sandbox import DockerSandbox, engine_available
+    from procgrade.oracles.docker_sandbox import DockerSandbox, engine_available
 
     ok, why = engine_available()
     if not ok:

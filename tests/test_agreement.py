@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from engine.analysis.agreement import (
+from procgrade.engine.analysis.agreement import (
     KRIPPENDORFF_NOTE,
     agreement,
     agreement_matrix,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from engine.analysis.annotators import Annotation, design, resolve
+from procgrade.engine.analysis.annotators import Annotation, design, resolve
 
 KEY = ("run", "outcome", "success", -1)
 
@@ -39,8 +39,8 @@ def test_rules(name: str, answers: tuple[object, ...], label: object, reason: st
 
 
 def test_stated_order_wins_over_import_order() -> None:
-    from engine.analysis.annotators import annotations_of
-    from engine.events import Grade
+    from procgrade.engine.analysis.annotators import annotations_of
+    from procgrade.engine.events import Grade
 
     def grade(seq: int, actor: str, passed: bool, order: int) -> Grade:
         return Grade(run_id="run", seq=seq, event_id=f"e{seq}", actor=actor, layer="outcome", item="success",

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from engine import api
+from procgrade.engine import api
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "native" / "todo-app-run.jsonl"
@@ -27,7 +27,7 @@ RUN = "todo-app-demo"
 
 def test_the_public_surface_is_documented_and_typed() -> None:
     namespace: dict[str, object] = {}
-    exec("from engine.api import *", namespace)  # noqa: S102 - what a user's star import gets
+    exec("from procgrade.engine.api import *", namespace)  # noqa: S102 - what a user's star import gets
     exported = {name for name in namespace if not name.startswith("__")} | {"__version__"}
     assert exported == set(api.__all__)
     commands = ["open_store", "init", "ingest", "formats", "runs", "show", "verify_log", "export", "seal", "schema",

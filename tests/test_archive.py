@@ -14,20 +14,20 @@ import pyarrow.parquet as pq
 import pytest
 
 from builders import ev, run_started, small_run, write_jsonl
-from engine.archive import ARCHIVE_COLUMNS, export_archive, open_archive, run_file, verify_archive
-from engine.errors import InputError, ProcgradeError
-from engine.executors import LocalExecutor
-from engine.facts import EXTRACTOR_VERSION, FACT_COLUMNS
-from engine.ingest import ingest_native
-from engine.parallel_scoring import score_many, verify_many
-from engine.rescoring import score_runs
-from engine.store import EventStore, open_store
-from engine.store.scores import ScoreStore
-from rules.loading import load_ruleset
+from procgrade.engine.archive import ARCHIVE_COLUMNS, export_archive, open_archive, run_file, verify_archive
+from procgrade.engine.errors import InputError, ProcgradeError
+from procgrade.engine.executors import LocalExecutor
+from procgrade.engine.facts import EXTRACTOR_VERSION, FACT_COLUMNS
+from procgrade.engine.ingest import ingest_native
+from procgrade.engine.parallel_scoring import score_many, verify_many
+from procgrade.engine.rescoring import score_runs
+from procgrade.engine.store import EventStore, open_store
+from procgrade.engine.store.scores import ScoreStore
+from procgrade.rules.loading import load_ruleset
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "native" / "todo-app-run.jsonl"
-PROCGRADE = [sys.executable, "-m", "engine.cli"]
+PROCGRADE = [sys.executable, "-m", "procgrade.engine.cli"]
 
 
 def every_column_run(run_id: str) -> list[dict]:
@@ -186,7 +186,7 @@ def test_output_does_not_depend_on_workers_or_chunking(tmp_path: Path) -> None:
         export_archive(store, str(tmp_path / "arch"))
         ruleset = load_ruleset()
         one = [o.document.canonical for o in score_many(store, None, ruleset)]
-        import engine.executors as executors
+        import procgrade.engine.executors as executors
 
         original = executors.MIN_TASK_EVENTS
         try:
@@ -237,8 +237,8 @@ def test_cli_archive_export_verify_and_rescore_from_archive(tmp_path: Path) -> N
 
 def test_the_writer_stores_a_batch_once_and_refuses_different_bytes_for_a_stored_key(store: EventStore,
                                                                                     tmp_path: Path) -> None:
-    from engine.errors import ScoreDriftError
-    from engine.parallel_scoring import store_scores
+    from procgrade.engine.errors import ScoreDriftError
+    from procgrade.engine.parallel_scoring import store_scores
 
     _populate(store, tmp_path)
     outcomes = score_many(store, ["faulty-1", "small-1"], load_ruleset())

@@ -28,9 +28,9 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from builders import ev, models
 
-from engine.analysis.association import associate, resolved
-from engine.analysis.dataset import NOT_GRADED, ProcessScore, RunView
-from engine.events import AcceptanceVerdict
+from procgrade.engine.analysis.association import associate, resolved
+from procgrade.engine.analysis.dataset import NOT_GRADED, ProcessScore, RunView
+from procgrade.engine.events import AcceptanceVerdict
 
 
 def run(run_id: str, system: str | None, violated: bool | None, outcome: bool | None, *,
@@ -112,7 +112,7 @@ def test_association_matches_the_hand_computation() -> None:
 
 
 def test_a_perfect_split_is_an_infinite_odds_ratio_with_a_one_sided_interval() -> None:
-    from engine.analysis.association import _json_safe, _table_stats
+    from procgrade.engine.analysis.association import _json_safe, _table_stats
 
     estimate, low, high, pvalue, note = _table_stats(4, 0, 0, 3, 0.95)
     assert estimate == float("inf") and high == float("inf") and 0 < low < 1 and note is None
@@ -139,9 +139,9 @@ def test_min_coverage_and_model_grouping() -> None:
 def test_cli(tmp_path: Path) -> None:
     from typer.testing import CliRunner
 
-    from engine.cli import app
-    from engine.ingest import ingest_paths
-    from engine.store import open_store
+    from procgrade.engine.cli import app
+    from procgrade.engine.ingest import ingest_paths
+    from procgrade.engine.store import open_store
 
     imports = Path(__file__).parent / "fixtures" / "imports" / "terminal-bench-claude-code"
     db = f"sqlite:///{tmp_path / 'tb.db'}"

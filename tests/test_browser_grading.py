@@ -31,14 +31,14 @@ sys.path.insert(0, str(Path(__file__).parent))
 from agent_stub import StubEndpoint, plan_player  # noqa: E402
 from builders import ev, run_started  # noqa: E402
 
-from engine.cli import app  # noqa: E402
-from engine.store import open_store  # noqa: E402
-from oracles.browser_agent import AgentGrader  # noqa: E402
-from oracles.browser_graders import CHROMIUM  # noqa: E402
-from oracles.browser_grading import grade_browser, grade_plan, replay_plan_verdicts  # noqa: E402
-from oracles.browser_plans import apply_plant, load_browser_task  # noqa: E402
-from oracles.evidence_store import EvidenceStore  # noqa: E402
-from oracles.grader_llm import OpenAIChatClient  # noqa: E402
+from procgrade.engine.cli import app  # noqa: E402
+from procgrade.engine.store import open_store  # noqa: E402
+from procgrade.oracles.browser_agent import AgentGrader  # noqa: E402
+from procgrade.oracles.browser_graders import CHROMIUM  # noqa: E402
+from procgrade.oracles.browser_grading import grade_browser, grade_plan, replay_plan_verdicts  # noqa: E402
+from procgrade.oracles.browser_plans import apply_plant, load_browser_task  # noqa: E402
+from procgrade.oracles.evidence_store import EvidenceStore  # noqa: E402
+from procgrade.oracles.grader_llm import OpenAIChatClient  # noqa: E402
 
 TASK = Path(__file__).resolve().parents[1] / "tasks" / "tablelunch"
 INSTALL_HINT = ("browser grading needs Debian's Chromium and the playwright package: "
@@ -53,7 +53,7 @@ def browser() -> Iterator[Any]:
         from playwright.sync_api import sync_playwright
     except ImportError:
         pytest.fail(f"the playwright package is missing: {INSTALL_HINT}")
-    from oracles.browser_graders import launch_chromium
+    from procgrade.oracles.browser_graders import launch_chromium
 
     with sync_playwright() as playwright:
         opened = launch_chromium(playwright)
@@ -68,7 +68,7 @@ def task():
 
 def _procgrade(*args: str) -> subprocess.CompletedProcess[str]:
     """The command line in a process of its own (Playwright's sync API cannot nest in the test's browser)."""
-    return subprocess.run([sys.executable, "-m", "engine.cli", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "procgrade.engine.cli", *args], capture_output=True, text=True,
                           cwd=Path(__file__).resolve().parents[1], timeout=1500)
 
 
@@ -162,7 +162,7 @@ def test_graded_runs_rescore_without_a_browser_to_the_same_bytes(tmp_path: Path,
         raise AssertionError("re-scoring started a browser")
 
     monkeypatch.setattr("playwright.sync_api.sync_playwright", no_browser)
-    monkeypatch.setattr("oracles.browser_grading.chromium", no_browser)
+    monkeypatch.setattr("procgrade.oracles.browser_grading.chromium", no_browser)
     outputs = []
     for n in range(2):
         out = tmp_path / f"outcomes{n}.json"

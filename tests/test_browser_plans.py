@@ -14,10 +14,10 @@ import pytest
 from ruamel.yaml import YAML
 from typer.testing import CliRunner
 
-from engine.cli import app
-from engine.errors import InputError
-from oracles.browser_plans import apply_plant, load_browser_task, load_plan, plan_json_schema, product_json_schema
-from oracles.product_server import ProductDidNotStart, started_product
+from procgrade.engine.cli import app
+from procgrade.engine.errors import InputError
+from procgrade.oracles.browser_plans import apply_plant, load_browser_task, load_plan, plan_json_schema, product_json_schema
+from procgrade.oracles.product_server import ProductDidNotStart, started_product
 
 TASK = Path(__file__).resolve().parents[1] / "tasks" / "tablelunch"
 
@@ -151,8 +151,8 @@ def test_a_product_that_does_not_start_raises_with_its_start_log(tmp_path: Path)
 def test_a_postgresql_product_gets_a_fresh_database_dropped_afterwards(tmp_path: Path) -> None:
     import psycopg
 
-    from oracles.browser_plans import ProductSpec
-    from oracles.product_server import DEFAULT_POSTGRES
+    from procgrade.oracles.browser_plans import ProductSpec
+    from procgrade.oracles.product_server import DEFAULT_POSTGRES
 
     app_dir = tmp_path / "pgapp"
     app_dir.mkdir()
@@ -183,7 +183,7 @@ def test_the_judge_layers_model_serves_the_agent_grader(monkeypatch: pytest.Monk
     import sys
     import types
 
-    from oracles.grader_llm import JudgeLayerClient
+    from procgrade.oracles.grader_llm import JudgeLayerClient
 
     @dataclasses.dataclass(frozen=True)
     class ChatRequest:
@@ -192,9 +192,9 @@ def test_the_judge_layers_model_serves_the_agent_grader(monkeypatch: pytest.Monk
         response_format: str = "json_schema"
         temperature: float | None = None
 
-    fake = types.ModuleType("judges.client")
+    fake = types.ModuleType("procgrade.judges.client")
     fake.ChatRequest = ChatRequest  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "judges.client", fake)
+    monkeypatch.setitem(sys.modules, "procgrade.judges.client", fake)
     seen = []
 
     class Model:

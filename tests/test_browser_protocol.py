@@ -13,16 +13,16 @@ from pathlib import Path
 
 import pytest
 
-from engine.analysis.dataset import load_runs
-from engine.analysis.outcome_builds import outcome_builds
-from engine.analysis.outcome_metrics import pass_at_1, plan_pass_rate
-from engine.log_verification import verify_log
-from engine.store import EventStore
-from oracles.browser_graders import CheckRecord, GradeRecord, GraderRuleBroken, record_step
-from oracles.browser_grading import grade_browser, grade_task, replay_plan_verdicts
-from oracles.browser_plans import load_browser_task
-from oracles.evidence_store import EvidenceStore
-from oracles.regrade_protocol import MAX_DISCARDED, GradeVote, plan_verdict
+from procgrade.engine.analysis.dataset import load_runs
+from procgrade.engine.analysis.outcome_builds import outcome_builds
+from procgrade.engine.analysis.outcome_metrics import pass_at_1, plan_pass_rate
+from procgrade.engine.log_verification import verify_log
+from procgrade.engine.store import EventStore
+from procgrade.oracles.browser_graders import CheckRecord, GradeRecord, GraderRuleBroken, record_step
+from procgrade.oracles.browser_grading import grade_browser, grade_task, replay_plan_verdicts
+from procgrade.oracles.browser_plans import load_browser_task
+from procgrade.oracles.evidence_store import EvidenceStore
+from procgrade.oracles.regrade_protocol import MAX_DISCARDED, GradeVote, plan_verdict
 
 PLAN = """id: {id}
 title: The home page greets the visitor
@@ -205,7 +205,7 @@ def test_a_failed_seed_fails_the_grade_and_is_recorded(task_dir: Path, tmp_path:
 
 
 def test_an_unknown_plan_is_a_located_error(task_dir: Path, tmp_path: Path) -> None:
-    from engine.errors import InputError
+    from procgrade.engine.errors import InputError
 
     with pytest.raises(InputError, match=r"plans: plan: no plan 'nope' \(plans: farewell, greeting\)"):
         _grade(task_dir, tmp_path, {"nope": ["pass"]})

@@ -19,13 +19,13 @@ import pytest
 from scipy.stats import kendalltau
 from typer.testing import CliRunner
 
-from engine.analysis.agreement import binary_agreement, variance_decomposition
-from engine.analysis.calibration import CalibrationError, calibrate, calibrate_store
-from engine.analysis.dataset import load_runs
-from engine.cli import app
-from engine.events import event_adapter
-from engine.store import EventStore
-from rules.loading import load_ruleset
+from procgrade.engine.analysis.agreement import binary_agreement, variance_decomposition
+from procgrade.engine.analysis.calibration import CalibrationError, calibrate, calibrate_store
+from procgrade.engine.analysis.dataset import load_runs
+from procgrade.engine.cli import app
+from procgrade.engine.events import event_adapter
+from procgrade.engine.store import EventStore
+from procgrade.rules.loading import load_ruleset
 
 DEVAI = Path(__file__).parent / "fixtures" / "devai-judgments"
 #: The arena runs' expected rules labels are worked out under rule set v1 (plan-before-first-edit and
@@ -426,7 +426,7 @@ def test_errors(arena: EventStore) -> None:
 def test_ungraded_runs_give_no_rules_label_and_single_games_no_rating(store: EventStore) -> None:
     """Two models on one task, each run graded by a human: one run has a model decision the rules judge,
     the other none (a grades-only run: not graded). And one game between two models is no rating."""
-    from engine.analysis.dataset import NOT_GRADED
+    from procgrade.engine.analysis.dataset import NOT_GRADED
 
     judged = _process_rows("P", "t1", plan=True, read=True)
     bare = [{"kind": "run_started", "actor": "harness", "harness": {"name": "arena"}, "model": "openai/Q",

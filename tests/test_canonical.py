@@ -11,7 +11,7 @@ import rfc8785
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from engine.canonical import CanonicalJSONError, canonical_json, sha256_hex
+from procgrade.engine.canonical import CanonicalJSONError, canonical_json, sha256_hex
 
 SAFE = 2**53 - 1
 

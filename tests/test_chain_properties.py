@@ -15,10 +15,10 @@ from hypothesis import strategies as st
 
 from builders import h_runs, h_text, models, reference_hashes, reference_head
 from databases import pg_schema_url, sqlite_url
-from engine.ingest import ingest_native
-from engine.native import dump_native
-from engine.store import EventStore, open_store
-from engine.stored import STORED_COLUMNS
+from procgrade.engine.ingest import ingest_native
+from procgrade.engine.native import dump_native
+from procgrade.engine.store import EventStore, open_store
+from procgrade.engine.stored import STORED_COLUMNS
 
 SETTINGS = settings(max_examples=35, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 HASH = STORED_COLUMNS.index("hash")

@@ -18,12 +18,12 @@ from collector_server import Server, call, run_path
 from databases import DATABASES, fresh_url
 from recording_harness import two_stage_build
 
-from engine.collector_client import HttpTransport
-from engine.errors import InputError
-from engine.log_verification import verify_log
-from engine.native import dump_native, parse_native_lines
-from engine.recorder import RecordConflictError, Recorder, record
-from engine.store import open_store
+from procgrade.engine.collector_client import HttpTransport
+from procgrade.engine.errors import InputError
+from procgrade.engine.log_verification import verify_log
+from procgrade.engine.native import dump_native, parse_native_lines
+from procgrade.engine.recorder import RecordConflictError, Recorder, record
+from procgrade.engine.store import open_store
 
 PG_PASSWORD = "pw-never-logged-7f3a"
 MAX_BODY, MAX_EVENTS = 200_000, 300
@@ -209,7 +209,7 @@ def test_two_stage_build_through_a_killed_server_equals_the_in_process_recording
     assert verify_log(own_server.store, "build/todo").ok
     from typer.testing import CliRunner
 
-    from engine.cli import app
+    from procgrade.engine.cli import app
 
     result = CliRunner().invoke(app, ["verify-log", "build/todo", "--db", own_server.db_url])
     assert result.exit_code == 0, result.output
@@ -353,8 +353,8 @@ def test_sealed_run_refuses_appends_with_409(server: Server) -> None:
 
 
 def test_score_and_events_endpoints(server: Server) -> None:
-    from engine.rescoring import compute_score
-    from rules.loading import load_ruleset
+    from procgrade.engine.rescoring import compute_score
+    from procgrade.rules.loading import load_ruleset
 
     token = server.token("score/")
     two_stage_build("score/run", server.url, token=token)

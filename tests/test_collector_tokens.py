@@ -8,9 +8,9 @@ import pytest
 from sqlalchemy import select
 from typer.testing import CliRunner
 
-from engine.cli import app
-from engine.errors import InputError
-from engine.tokens import AuthError, TokenStore, tokens
+from procgrade.engine.cli import app
+from procgrade.engine.errors import InputError
+from procgrade.engine.tokens import AuthError, TokenStore, tokens
 
 
 def test_token_cli_create_list_revoke_and_only_the_hash_is_stored(store_url: str, store) -> None:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from engine.command_io import command_io, normalised_command
-from engine.events import event_adapter
-from engine.facts import FACT_COLUMNS, area_of, command_hash, extract_facts
+from procgrade.engine.command_io import command_io, normalised_command
+from procgrade.engine.events import event_adapter
+from procgrade.engine.facts import FACT_COLUMNS, area_of, command_hash, extract_facts
 
 
 @pytest.mark.parametrize("command,expected", [

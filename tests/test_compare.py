@@ -49,24 +49,24 @@ sys.path.insert(0, str(Path(__file__).parent))
 from builders import SHA_A, ev, models, run_started, write_jsonl
 from databases import fresh_url
 
-from engine.analysis.comparison import (
+from procgrade.engine.analysis.comparison import (
     MixedGroupSettingsError,
     check_field,
     compare,
     group_outcomes,
 )
-from engine.analysis.dataset import RunView, load_runs
-from engine.analysis.outcome_builds import (
+from procgrade.engine.analysis.dataset import RunView, load_runs
+from procgrade.engine.analysis.outcome_builds import (
     last_check_tests,
     outcome_builds,
     run_outcome,
     run_settings,
 )
-from engine.cli import app
-from engine.events import AcceptanceVerdict, TestResult
-from engine.ingest import ingest_paths
-from engine.store import EventStore, open_store
-from rules.loading import load_ruleset
+from procgrade.engine.cli import app
+from procgrade.engine.events import AcceptanceVerdict, TestResult
+from procgrade.engine.ingest import ingest_paths
+from procgrade.engine.store import EventStore, open_store
+from procgrade.rules.loading import load_ruleset
 
 IMPORTS = Path(__file__).parent / "fixtures" / "imports"
 #: The study's process shapes are worked out under rule set v1 (the comparison's arithmetic is under test here,
@@ -429,7 +429,7 @@ def test_cost_duration_and_settings() -> None:
 
 
 def test_ungraded_runs_and_runs_without_the_field_are_left_out_and_flips_name_only_rules_applied_on_both_sides() -> None:
-    from engine.analysis.dataset import NOT_GRADED, ProcessScore
+    from procgrade.engine.analysis.dataset import NOT_GRADED, ProcessScore
 
     def scored(run_id: str, model: str | None, task: str | None, total: F | None, rules: dict[str, F | None],
                passed: bool) -> RunView:

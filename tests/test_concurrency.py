@@ -17,10 +17,10 @@ from sqlalchemy import text
 
 from builders import extra_events, small_run, write_jsonl
 from databases import pg_base_url
-from engine.errors import SchemaNotReadyError, StoreError
-from engine.log_verification import verify_log
-from engine.store import open_store
-from engine.store.scores import ScoreStore
+from procgrade.engine.errors import SchemaNotReadyError, StoreError
+from procgrade.engine.log_verification import verify_log
+from procgrade.engine.store import open_store
+from procgrade.engine.store.scores import ScoreStore
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parent.parent
 def start(*args: str) -> subprocess.Popen[str]:
     env = {**os.environ, "COLUMNS": "250"}
     env.pop("PROCGRADE_DB", None)
-    return subprocess.Popen([sys.executable, "-m", "engine.cli", *args], stdout=subprocess.PIPE,
+    return subprocess.Popen([sys.executable, "-m", "procgrade.engine.cli", *args], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT)
 
 
@@ -117,7 +117,7 @@ def test_busy_sqlite_writer_is_one_line(tmp_path: Path) -> None:
     """A writer that holds SQLite's lock longer than the busy timeout: the other gets a message."""
     import sqlite3
 
-    from engine.store.database_errors import translate
+    from procgrade.engine.store.database_errors import translate
 
     error = translate(sqlite3.OperationalError("database is locked"))
     assert isinstance(error, StoreError) and "busy" in str(error) and "\n" not in str(error)

@@ -11,7 +11,7 @@ import pytest
 from pydantic import ValidationError
 
 from builders import SHA_A, ev, run_started, small_run
-from engine.events import (
+from procgrade.engine.events import (
     EVENT_KINDS,
     Command,
     Message,
@@ -214,7 +214,7 @@ def test_schema_rejects_stage_started_without_stage(validator) -> None:
 
 
 def test_cli_schema_events_prints_the_schema() -> None:
-    proc = subprocess.run([sys.executable, "-m", "engine.cli", "schema", "events"],
+    proc = subprocess.run([sys.executable, "-m", "procgrade.engine.cli", "schema", "events"],
                           capture_output=True, timeout=60)
     assert proc.returncode == 0, proc.stderr.decode()
     printed = json.loads(proc.stdout)
@@ -229,7 +229,7 @@ def test_cli_schema_events_prints_the_schema() -> None:
                                             ("-0", False), ("0.50", False), ("1e0", False)])
 def test_rewards_have_one_spelling(reward: str, ok: bool) -> None:
     """Equal rewards are equal text, so facts and analysis can compare them as text."""
-    from engine.events import AcceptanceVerdict
+    from procgrade.engine.events import AcceptanceVerdict
 
     fields = dict(run_id="r", seq=1, event_id="e", actor="grader", verifier="v", status="evaluated", reward=reward)
     if ok:

@@ -6,7 +6,7 @@ from decimal import Decimal
 
 import pytest
 
-from engine.exact import decimal_text
+from procgrade.engine.exact import decimal_text
 
 
 @pytest.mark.parametrize(

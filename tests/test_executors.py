@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from engine.errors import InputError
-from engine.executors import MAX_TASK_EVENTS, MIN_TASK_EVENTS, LocalExecutor, make_executor, plan_chunks
+from procgrade.engine.errors import InputError
+from procgrade.engine.executors import MAX_TASK_EVENTS, MIN_TASK_EVENTS, LocalExecutor, make_executor, plan_chunks
 
 
 def test_chunks_keep_order_and_sit_between_the_bounds() -> None:

@@ -13,7 +13,7 @@ BARE = ROOT / "tests" / "fixtures" / "v1-scores" / "runs.jsonl"
 
 
 def _cli(*args: str) -> str:
-    done = subprocess.run([sys.executable, "-m", "engine.cli", *args], capture_output=True, cwd=ROOT, check=True,
+    done = subprocess.run([sys.executable, "-m", "procgrade.engine.cli", *args], capture_output=True, cwd=ROOT, check=True,
                           env={"COLUMNS": "250", "PATH": "/usr/bin:/bin"})
     return " ".join(done.stdout.decode().split())
 

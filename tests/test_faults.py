@@ -19,11 +19,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from builders import extra_events, line, small_run, write_jsonl
-from engine.errors import ProcgradeError
-from engine.ingest import ingest_paths
-from engine.log_verification import verify_log
-from engine.store import open_store
-from engine.store.scores import ScoreStore
+from procgrade.engine.errors import ProcgradeError
+from procgrade.engine.ingest import ingest_paths
+from procgrade.engine.log_verification import verify_log
+from procgrade.engine.store import open_store
+from procgrade.engine.store.scores import ScoreStore
 
 ROOT = Path(__file__).resolve().parent.parent
 CLAUDE = ROOT / "tests" / "fixtures" / "imports" / "claude-code" / "edge_cases.jsonl"
@@ -33,7 +33,7 @@ KILLS = 3  # per command and database
 def procgrade(*args: str) -> subprocess.Popen[bytes]:
     env = {**os.environ, "COLUMNS": "200"}
     env.pop("PROCGRADE_DB", None)
-    return subprocess.Popen([sys.executable, "-m", "engine.cli", *args], stdout=subprocess.PIPE,
+    return subprocess.Popen([sys.executable, "-m", "procgrade.engine.cli", *args], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, env=env, cwd=ROOT, start_new_session=True)
 
 

@@ -25,13 +25,13 @@ from databases import DATABASES, fresh_url
 from sklearn.metrics import accuracy_score, cohen_kappa_score, f1_score, precision_score, recall_score
 from typer.testing import CliRunner
 
-from engine.analysis.calibration import CalibrationError, calibrate
-from engine.analysis.dataset import load_runs
-from engine.cli import DEFAULT_DB, app
-from engine.grades import import_grades
-from engine.ingest import ingest_paths
-from engine.store import DEFAULT_DB as STORE_DEFAULT_DB
-from engine.store import EventStore, open_store
+from procgrade.engine.analysis.calibration import CalibrationError, calibrate
+from procgrade.engine.analysis.dataset import load_runs
+from procgrade.engine.cli import DEFAULT_DB, app
+from procgrade.engine.grades import import_grades
+from procgrade.engine.ingest import ingest_paths
+from procgrade.engine.store import DEFAULT_DB as STORE_DEFAULT_DB
+from procgrade.engine.store import EventStore, open_store
 
 RUNS = [f"web/run-{i:02d}" for i in range(30)]
 TWICE = RUNS[:26]  # annotated by both
@@ -245,7 +245,7 @@ def test_pooling_and_nothing_shared_are_refused(two_stores: tuple[EventStore, Ev
 
 def test_sheet_errors_name_the_place(tmp_path: Path, two_stores: tuple[EventStore, EventStore, str]) -> None:
     store, _, _ = two_stores
-    from engine.errors import InputError
+    from procgrade.engine.errors import InputError
 
     cases = [
         ("run_id,grader,layer,item,value\nr1,A,outcome,success,yes\n", "bad.csv:2: layer: unknown layer 'outcome'"),

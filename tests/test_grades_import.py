@@ -22,14 +22,14 @@ from import_checks import snapshot
 from sqlalchemy import select
 from typer.testing import CliRunner
 
-from engine.cli import app
-from engine.errors import EventIdConflictError, InputError, RunSealedError
-from engine.events import Grade
-from engine.grades import grade_sheet_json_schema, import_grades
-from engine.ingest import ingest_paths
-from engine.store import EventStore
-from engine.store.schema import events as events_table
-from engine.stored import STORED_COLUMNS, to_event
+from procgrade.engine.cli import app
+from procgrade.engine.errors import EventIdConflictError, InputError, RunSealedError
+from procgrade.engine.events import Grade
+from procgrade.engine.grades import grade_sheet_json_schema, import_grades
+from procgrade.engine.ingest import ingest_paths
+from procgrade.engine.store import EventStore
+from procgrade.engine.store.schema import events as events_table
+from procgrade.engine.stored import STORED_COLUMNS, to_event
 
 FIXTURES = Path(__file__).parent / "fixtures"
 GRADES = FIXTURES / "grades"
@@ -146,7 +146,7 @@ def test_run_not_in_store_gets_a_grades_only_run(store: EventStore, here: Path) 
     assert [(e.actor, e.layer, e.stage, e.value) for e in events[1:]] == [
         ("human:alice", "round", 0, -1), ("human:alice", "overall", None, 3)]
     assert store.run("arena/t/model-z@grades").task_id == "gguf-swift"
-    from engine.analysis.dataset import load_runs
+    from procgrade.engine.analysis.dataset import load_runs
 
     [view] = load_runs(store)
     assert (view.run_id, view.task_id, [g.run_id for g in view.grades]) == (

@@ -7,11 +7,11 @@ from pathlib import Path
 from typing import Any
 
 from import_checks import FIXTURES, snapshot
-from engine.importers import importers
-from engine.ingest import ingest_paths
-from engine.log_verification import verify_log
-from engine.rescoring import score_runs, verify_scores
-from rules.loading import load_ruleset
+from procgrade.engine.importers import importers
+from procgrade.engine.ingest import ingest_paths
+from procgrade.engine.log_verification import verify_log
+from procgrade.engine.rescoring import score_runs, verify_scores
+from procgrade.rules.loading import load_ruleset
 
 SAMPLE_FOLDERS = sorted(p for p in FIXTURES.iterdir() if p.is_dir())
 
@@ -19,8 +19,8 @@ SAMPLE_FOLDERS = sorted(p for p in FIXTURES.iterdir() if p.is_dir())
 def test_every_importer_has_bundled_samples() -> None:
     done = {}
     for folder in SAMPLE_FOLDERS:
-        from engine.importers import plan_imports
-        from engine.importers.source_tree import open_tree
+        from procgrade.engine.importers import plan_imports
+        from procgrade.engine.importers.source_tree import open_tree
 
         for importer, _unit in plan_imports(open_tree(folder)).units:
             done.setdefault(importer.name, folder.name)

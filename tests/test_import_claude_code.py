@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from engine.cli import app
-from engine.importers.building import ImportedRun
-from engine.ingest import ingest_paths
+from procgrade.engine.cli import app
+from procgrade.engine.importers.building import ImportedRun
+from procgrade.engine.ingest import ingest_paths
 from import_checks import FIXTURES, actors, assert_rejected, kinds, of_kind, read_one, read_runs, snapshot, test_runs_found
 
 CC = FIXTURES / "claude-code"

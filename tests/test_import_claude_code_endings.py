@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from engine.importers.claude_code_bash import bash_ending
+from procgrade.engine.importers.claude_code_bash import bash_ending
 from import_checks import of_kind, read_one, test_runs_found
 
 

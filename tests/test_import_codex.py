@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from engine.cli import app
-from engine.importers.source_tree import open_tree
-from engine.importers import plan_imports
-from engine.ingest import ingest_paths
+from procgrade.engine.cli import app
+from procgrade.engine.importers.source_tree import open_tree
+from procgrade.engine.importers import plan_imports
+from procgrade.engine.ingest import ingest_paths
 from import_checks import FIXTURES, actors, assert_rejected, kinds, of_kind, read_one, snapshot, test_runs_found
 
 HERE = FIXTURES / "codex"
@@ -592,7 +592,7 @@ def test_garbage_bytes_line_is_kept_as_unparsed(store, tmp_path: Path) -> None:
 
 
 def test_explicit_format_on_a_non_rollout_is_refused(tmp_path: Path) -> None:
-    from engine.errors import InputError
+    from procgrade.engine.errors import InputError
     from import_checks import read_runs
 
     path = tmp_path / "claude.jsonl"

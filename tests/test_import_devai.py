@@ -16,9 +16,9 @@ from typing import Any
 
 from typer.testing import CliRunner
 
-from engine.cli import app
-from engine.importers.devai import TRAJECTORY_SCHEMA
-from engine.ingest import ingest_paths
+from procgrade.engine.cli import app
+from procgrade.engine.importers.devai import TRAJECTORY_SCHEMA
+from procgrade.engine.ingest import ingest_paths
 from import_checks import FIXTURES, actors, assert_rejected, kinds, of_kind, read_one, snapshot, test_runs_found
 
 HERE = FIXTURES / "devai"

@@ -16,16 +16,16 @@ from hypothesis import strategies as st
 
 from builders import small_run, write_jsonl
 from import_checks import snapshot
-from engine.errors import InputError
-from engine.importers import plan_imports
-from engine.importers.base import REGISTRY, Importer, Unit
-from engine.importers.building import ImporterBug, RunBuilder, timestamp
-from engine.importers.patches import apply_patch_effects, unified_diff_effects
-from engine.importers.redaction import REDACTION_MARKER, Redactor, redact_text
-from engine.importers.shell import FileEffect, exit_code_from_text, file_effects
-from engine.importers.source_tree import open_tree, tree_of_bytes
-from engine.importers.test_runs import TestCounts, command_role, is_reproduction_command, is_test_command, parse_test_counts
-from engine.ingest import ingest_paths
+from procgrade.engine.errors import InputError
+from procgrade.engine.importers import plan_imports
+from procgrade.engine.importers.base import REGISTRY, Importer, Unit
+from procgrade.engine.importers.building import ImporterBug, RunBuilder, timestamp
+from procgrade.engine.importers.patches import apply_patch_effects, unified_diff_effects
+from procgrade.engine.importers.redaction import REDACTION_MARKER, Redactor, redact_text
+from procgrade.engine.importers.shell import FileEffect, exit_code_from_text, file_effects
+from procgrade.engine.importers.source_tree import open_tree, tree_of_bytes
+from procgrade.engine.importers.test_runs import TestCounts, command_role, is_reproduction_command, is_test_command, parse_test_counts
+from procgrade.engine.ingest import ingest_paths
 
 
 # --- a tiny format used to exercise the framework ---------------------------------------------
@@ -523,7 +523,7 @@ def test_pipeline_is_all_or_nothing_and_idempotent(toy: Any, store: Any, tmp_pat
 def test_cli_ingest_auto_names_the_format(toy: Any, tmp_path: Path) -> None:
     from typer.testing import CliRunner
 
-    from engine.cli import app
+    from procgrade.engine.cli import app
 
     path = write(tmp_path / "a.toy.json", toy_doc())
     db = f"sqlite:///{tmp_path / 'p.db'}"

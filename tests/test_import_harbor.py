@@ -16,9 +16,9 @@ import pytest
 from typer.testing import CliRunner
 
 from import_checks import FIXTURES, actors, assert_rejected, kinds, of_kind, read_one, read_runs, snapshot, test_runs_found
-from engine.cli import app
-from engine.importers import importers
-from engine.ingest import ingest_paths
+from procgrade.engine.cli import app
+from procgrade.engine.importers import importers
+from procgrade.engine.ingest import ingest_paths
 
 ATIF = FIXTURES / "atif"
 SUMMARIZATION = ATIF / "terminus2_hello-world-context-summarization.trajectory.json"

@@ -17,9 +17,9 @@ from typing import Any
 
 from typer.testing import CliRunner
 
-from engine.cli import app
-from engine.importers.inspect_ai import score_reward
-from engine.ingest import ingest_paths
+from procgrade.engine.cli import app
+from procgrade.engine.importers.inspect_ai import score_reward
+from procgrade.engine.ingest import ingest_paths
 from import_checks import FIXTURES, actors, assert_rejected, kinds, of_kind, read_one, read_runs, snapshot, test_runs_found
 
 HERE = FIXTURES / "inspect"
@@ -489,8 +489,8 @@ def test_json_and_eval_are_detected_not_other_json(tmp_path: Path) -> None:
     other = write_json(tmp_path / "x" / "other.json", {"version": 2, "status": "success"})
     (tmp_path / "x" / "notes.txt").write_text("hi")
     write_json(tmp_path / "x" / "log.json", synthetic_log())
-    from engine.importers import plan_imports
-    from engine.importers.source_tree import open_tree
+    from procgrade.engine.importers import plan_imports
+    from procgrade.engine.importers.source_tree import open_tree
 
     plan = plan_imports(open_tree(tmp_path / "x"))
     assert [(i.name, u.primary) for i, u in plan.units] == [("inspect", "log.json")]

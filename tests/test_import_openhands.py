@@ -27,9 +27,9 @@ import pytest
 from typer.testing import CliRunner
 
 from import_checks import FIXTURES, actors, assert_rejected, kinds, of_kind, read_one, read_runs, snapshot, test_runs_found
-from engine.cli import app
-from engine.ingest import ingest_paths
-from engine.rescoring import verify_scores
+from procgrade.engine.cli import app
+from procgrade.engine.ingest import ingest_paths
+from procgrade.engine.rescoring import verify_scores
 
 DIR = FIXTURES / "openhands"
 EVAL = DIR / "multi_swe_bench_output.jsonl"
@@ -706,9 +706,9 @@ def test_v1_conversation_directory(store: Any, tmp_path: Path) -> None:
 
 
 def test_detection_claims_only_openhands_files(tmp_path: Path) -> None:
-    from engine.errors import InputError
-    from engine.importers import plan_imports
-    from engine.importers.source_tree import open_tree
+    from procgrade.engine.errors import InputError
+    from procgrade.engine.importers import plan_imports
+    from procgrade.engine.importers.source_tree import open_tree
 
     plan = plan_imports(open_tree(DIR))
     assert sorted((importer.name, unit.primary) for importer, unit in plan.units) == [

@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 
 from import_checks import FIXTURES, read_runs, snapshot
-from engine.errors import InputError
-from engine.importers.provenance import Overrides, experiment_of, overrides, parse_labels
-from engine.importers.source_tree import open_tree
-from engine.ingest import ingest_paths
+from procgrade.engine.errors import InputError
+from procgrade.engine.importers.provenance import Overrides, experiment_of, overrides, parse_labels
+from procgrade.engine.importers.source_tree import open_tree
+from procgrade.engine.ingest import ingest_paths
 
 SWE = FIXTURES / "swe-agent"
 PYDICOM = SWE / "pydicom__pydicom-1458.traj"
@@ -156,7 +156,7 @@ def test_label_parsing() -> None:
 def test_cli_flags(tmp_path: Path, store_url: str) -> None:
     from typer.testing import CliRunner
 
-    from engine.cli import app
+    from procgrade.engine.cli import app
 
     folder = tmp_path / "plain"
     folder.mkdir()

@@ -19,10 +19,10 @@ import pytest
 from typer.testing import CliRunner
 
 from import_checks import FIXTURES, actors, assert_rejected, kinds, of_kind, read_one, read_runs, snapshot, test_runs_found
-from engine.cli import app
-from engine.errors import InputError
-from engine.importers.swe_agent import mini_run_status, swe_agent_run_status
-from engine.ingest import ingest_paths
+from procgrade.engine.cli import app
+from procgrade.engine.errors import InputError
+from procgrade.engine.importers.swe_agent import mini_run_status, swe_agent_run_status
+from procgrade.engine.ingest import ingest_paths
 
 DIR = FIXTURES / "swe-agent"
 PYDICOM = DIR / "pydicom__pydicom-1458.traj"

@@ -19,10 +19,10 @@ from typing import Any
 import pytest
 
 from import_checks import FIXTURES, kinds, of_kind, read_one, read_runs
-from engine.errors import InputError
-from engine.importers.asciinema import strip_terminal
-from engine.ingest import ingest_paths
-from engine.log_verification import verify_log
+from procgrade.engine.errors import InputError
+from procgrade.engine.importers.asciinema import strip_terminal
+from procgrade.engine.ingest import ingest_paths
+from procgrade.engine.log_verification import verify_log
 
 SAMPLE = FIXTURES / "terminal-bench-claude-code"
 SYSTEMS = SAMPLE / "data" / "traj" / "claude_code"
@@ -299,7 +299,7 @@ def test_asciinema_v3_intervals(tmp_path: Path) -> None:
 
 
 def _no_result() -> str:
-    from engine.importers.terminal_bench import _NO_RESULT
+    from procgrade.engine.importers.terminal_bench import _NO_RESULT
 
     return _NO_RESULT
 

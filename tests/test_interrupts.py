@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pytest
 
-from engine import api
+from procgrade.engine import api
 
 ROOT = Path(__file__).resolve().parent.parent
 PROCGRADE = Path(sys.executable).parent / "procgrade"
@@ -222,7 +222,7 @@ def test_ctrl_c_in_rescore_with_workers_on_postgresql(tmp_path: Path) -> None:
     """The same on PostgreSQL: two workers, a fresh schema per trial, the store verified after each."""
     sys.path.insert(0, str(Path(__file__).parent))
     from databases import pg_schema_url
-    from engine.store.scores import ScoreStore
+    from procgrade.engine.store.scores import ScoreStore
 
     def stored(url: str) -> list[tuple[str, str, str]]:
         store = api.open_store(url)

@@ -21,17 +21,17 @@ from judge_stub import Reply, StubServer, verdict_for
 from sqlalchemy import select
 from typer.testing import CliRunner
 
-from engine.cli import app
-from engine.errors import InputError
-from engine.events import Grade
-from engine.grades import import_grades
-from engine.ingest import ingest_paths
-from engine.rescoring import score_runs
-from engine.store import EventStore
-from engine.store.schema import events as events_table
-from engine.stored import STORED_COLUMNS, to_event
-from judges.client import Endpoint, OpenAIChatModel, Price, RetryPolicy, resolve_endpoint
-from judges.judging import (
+from procgrade.engine.cli import app
+from procgrade.engine.errors import InputError
+from procgrade.engine.events import Grade
+from procgrade.engine.grades import import_grades
+from procgrade.engine.ingest import ingest_paths
+from procgrade.engine.rescoring import score_runs
+from procgrade.engine.store import EventStore
+from procgrade.engine.store.schema import events as events_table
+from procgrade.engine.stored import STORED_COLUMNS, to_event
+from procgrade.judges.client import Endpoint, OpenAIChatModel, Price, RetryPolicy, resolve_endpoint
+from procgrade.judges.judging import (
     JudgeSettings,
     ReplayMissingError,
     Spending,
@@ -39,10 +39,10 @@ from judges.judging import (
     judge_runs,
     plan_runs,
 )
-from judges.rendering import read_log, render_event, view_of
-from judges.rubric import PROCESS_KINDS, load_rubric, parse_rubric, rubric_json_schema
-from judges.tokens import token_counter
-from rules.loading import load_ruleset
+from procgrade.judges.rendering import read_log, render_event, view_of
+from procgrade.judges.rubric import PROCESS_KINDS, load_rubric, parse_rubric, rubric_json_schema
+from procgrade.judges.tokens import token_counter
+from procgrade.rules.loading import load_ruleset
 
 ROOT = Path(__file__).parent.parent
 EXAMPLE = ROOT / "examples" / "native" / "todo-app-run.jsonl"
@@ -150,7 +150,7 @@ def test_a_rubric_cannot_show_grades_to_a_judge() -> None:
 
 
 def test_rendering_keeps_seqs_redactions_and_rounds_and_never_shows_grades(example: EventStore) -> None:
-    from engine.events import Message
+    from procgrade.engine.events import Message
 
     info = example.run(RUN)
     extra = [
@@ -243,7 +243,7 @@ def test_replay_only_uses_recorded_verdicts_and_names_what_is_missing(example: E
 
 
 def test_a_changed_parameter_or_a_grown_run_is_judged_anew(example: EventStore) -> None:
-    from engine.events import Message
+    from procgrade.engine.events import Message
 
     with StubServer() as stub:
         judge(example, stub, dimensions=("scope_adherence",))
@@ -344,7 +344,7 @@ def test_a_reply_that_cannot_be_counted_is_re_asked_then_recorded_as_no_grade(
 
 
 def test_no_grade_is_left_out_of_calibration(example: EventStore) -> None:
-    from engine.analysis.calibration import calibrate_store
+    from procgrade.engine.analysis.calibration import calibrate_store
 
     with StubServer(lambda request, n: Reply("nope")) as stub:
         judge(example, stub, dimensions=("scope_adherence",), reasks=0)
@@ -416,7 +416,7 @@ def test_the_token_cap_stops_cleanly(example: EventStore) -> None:
 
 
 def test_max_cost_needs_prices() -> None:
-    from engine.errors import ProcgradeError
+    from procgrade.engine.errors import ProcgradeError
 
     with pytest.raises(ProcgradeError, match="--price-input"):
         Spending(Endpoint(model="m"), Fraction(1), None)
@@ -500,7 +500,7 @@ def test_judge_command_against_the_stub_and_agreement_between_two_judges(tmp_pat
 
 
 def test_judge_grades_feed_calibrate_like_any_grader(store: EventStore) -> None:
-    from engine.analysis.calibration import calibrate_store
+    from procgrade.engine.analysis.calibration import calibrate_store
 
     ingest_paths(store, [GRADES / "arena-runs.jsonl"])
     import_grades(store, [GRADES / "arena-gguf.csv"])
@@ -529,7 +529,7 @@ def test_a_judge_killed_mid_run_leaves_nothing_of_that_run(store_url: str, store
     with StubServer(stall_after_five) as stub:
         env = {**os.environ, "PROCGRADE_JUDGE_API_KEY": KEY}
         process = subprocess.Popen(
-            [sys.executable, "-m", "engine.cli", "judge", RUN, "--db", store_url, "--model", "stub",
+            [sys.executable, "-m", "procgrade.engine.cli", "judge", RUN, "--db", store_url, "--model", "stub",
              "--base-url", stub.url, "--concurrency", "1"],
             env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=ROOT)
         try:
@@ -609,7 +609,7 @@ def _rubric_file(tmp_path: Path, extra: str) -> str:
 
 
 def test_what_a_judge_sees_and_whether_it_must_cite_come_from_the_rubric(example: EventStore, tmp_path: Path) -> None:
-    from engine.events import AcceptanceVerdict
+    from procgrade.engine.events import AcceptanceVerdict
 
     info = example.run(RUN)
     example.append(RUN, [AcceptanceVerdict(run_id=RUN, seq=info.event_count, event_id="v", actor="grader",
@@ -638,7 +638,7 @@ def test_what_a_judge_sees_and_whether_it_must_cite_come_from_the_rubric(example
 def test_retry_after_is_read_in_seconds_milliseconds_or_as_an_http_date() -> None:
     import email.utils
 
-    from judges.client import _retry_after
+    from procgrade.judges.client import _retry_after
 
     assert _retry_after({"retry-after": "3"}) == 3.0 and _retry_after({"retry-after-ms": "250"}) == 0.25
     assert _retry_after({"retry-after": "soon"}) is None and _retry_after({}) is None

@@ -15,9 +15,9 @@ import pytest
 from sqlalchemy import text
 
 from builders import RUN, ev, every_kind_run, models, reference_canonical, reference_hashes, small_run
-from engine.errors import UnknownRunError
-from engine.log_verification import verify_log
-from engine.store import EventStore
+from procgrade.engine.errors import UnknownRunError
+from procgrade.engine.log_verification import verify_log
+from procgrade.engine.store import EventStore
 
 
 def execute(store: EventStore, sql: str, **params: Any) -> int:
@@ -47,7 +47,7 @@ def names_seq(problems: list[str], seq: int) -> bool:
 def cli_verify(store_url: str, *run_ids: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "COLUMNS": "250"}
     env.pop("PROCGRADE_DB", None)
-    return subprocess.run([sys.executable, "-m", "engine.cli", "verify-log", *run_ids, "--db", store_url],
+    return subprocess.run([sys.executable, "-m", "procgrade.engine.cli", "verify-log", *run_ids, "--db", store_url],
                           capture_output=True, text=True, timeout=120, env=env)
 
 
@@ -173,8 +173,8 @@ def test_derived_stage_column_is_recomputed(store: EventStore, db_kind: str) -> 
 
 
 def test_an_event_disagreeing_with_its_markers_is_refused(store: EventStore, tmp_path: Path) -> None:
-    from engine.errors import StoreError
-    from engine.ingest import ingest_native
+    from procgrade.engine.errors import StoreError
+    from procgrade.engine.ingest import ingest_native
 
     lines = [ev("run_started", 0, "bad", actor="harness", harness={"name": "h"}),
              ev("stage_started", 1, "bad", actor="harness", stage=0),

@@ -10,8 +10,8 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from engine.analysis.model_identity import ModelIdentity, load_aliases, normalise_model
-from engine.errors import InputError
+from procgrade.engine.analysis.model_identity import ModelIdentity, load_aliases, normalise_model
+from procgrade.engine.errors import InputError
 
 
 @pytest.mark.parametrize(("raw", "normal"), [

@@ -15,10 +15,10 @@ import pytest
 
 from builders import RUN, ev, extra_events, line, models, reference_head, small_run, write_jsonl, write_lines
 from databases import fresh_url
-from engine.errors import EventIdConflictError, InputError, SeqConflictError, StoreError
-from engine.ingest import ingest_native
-from engine.native import dump_native, read_native
-from engine.store import EventStore, open_store
+from procgrade.engine.errors import EventIdConflictError, InputError, SeqConflictError, StoreError
+from procgrade.engine.ingest import ingest_native
+from procgrade.engine.native import dump_native, read_native
+from procgrade.engine.store import EventStore, open_store
 
 # --- helpers ------------------------------------------------------------------------------------
 
@@ -338,7 +338,7 @@ CONSOLE_SCRIPT = Path(sys.executable).with_name("procgrade")
 
 
 def cli(*args: str, script: bool = False) -> subprocess.CompletedProcess[str]:
-    cmd = [str(CONSOLE_SCRIPT)] if script else [sys.executable, "-m", "engine.cli"]
+    cmd = [str(CONSOLE_SCRIPT)] if script else [sys.executable, "-m", "procgrade.engine.cli"]
     env = {**os.environ, "COLUMNS": "250", "NO_COLOR": "1", "TERM": "dumb"}
     env.pop("PROCGRADE_DB", None)
     return subprocess.run([*cmd, *args], capture_output=True, text=True, timeout=120, env=env)

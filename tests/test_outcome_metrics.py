@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.analysis.outcome_metrics import (
+from procgrade.engine.analysis.outcome_metrics import (
     WORKFLOW_PASS_THRESHOLD,
     Build,
     MixedSettingsError,

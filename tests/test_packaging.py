@@ -51,7 +51,7 @@ def _top_level(wheel: Path) -> set[str]:
 def test_the_wheel_installs_under_one_name_beside_packages_called_engine_rules_and_migrations(tmp_path: Path) -> None:
     wheel, sdist, log = _build(tmp_path / "dist")
     warnings = [line for line in log.splitlines() if "warning" in line.lower()]
-    assert not warnings, "\n".join(warnings)  # e.g. "Package 'rules.sets' is absent from the packages configuration"
+    assert not warnings, "\n".join(warnings)  # e.g. "Package 'procgrade.rules.sets' is absent from the packages configuration"
     with zipfile.ZipFile(wheel) as archive:
         names = archive.namelist()
     assert any(name.endswith("rules/sets/default.yaml") for name in names)

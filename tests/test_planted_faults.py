@@ -4,7 +4,7 @@
 rule's fault with the same run repaired. The corpus must cover the whole default
 rule set, each fault must be flagged by its rule, no clean twin may be flagged by
 any rule, and no fault run may be flagged by another rule (collateral). Then the
-error paths of :mod:`rules.planted`, and known blind spots of the default set
+error paths of :mod:`procgrade.rules.planted`, and known blind spots of the default set
 (once strict xfails; fixed since, they now guard the fixes).
 """
 
@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from engine.errors import InputError
-from engine.native import read_native
-from rules.loading import load_ruleset
-from rules.planted import (
+from procgrade.engine.errors import InputError
+from procgrade.engine.native import read_native
+from procgrade.rules.loading import load_ruleset
+from procgrade.rules.planted import (
     CLEAN_FILE,
     FAULT_FILE,
     PlantedCase,

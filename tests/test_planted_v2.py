@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from engine.native import read_native
-from rules.loading import load_ruleset
-from rules.model import BEHAVIOUR_PATTERNS, BINARY_CHECKS
-from rules.planted import coverage, discover, fact_rows, summary, validate_corpus
+from procgrade.engine.native import read_native
+from procgrade.rules.loading import load_ruleset
+from procgrade.rules.model import BEHAVIOUR_PATTERNS, BINARY_CHECKS
+from procgrade.rules.planted import coverage, discover, fact_rows, summary, validate_corpus
 
 ROOT = Path(__file__).parent.parent
 CORPUS = ROOT / "tests" / "fixtures" / "planted"
@@ -68,7 +68,7 @@ def test_committed_corpus_is_what_the_generator_writes(tmp_path: Path) -> None:
 
 
 def test_validate_rules_command_on_the_corpus() -> None:
-    done = subprocess.run([sys.executable, "-m", "engine.cli", "validate-rules", str(CORPUS)], capture_output=True,
+    done = subprocess.run([sys.executable, "-m", "procgrade.engine.cli", "validate-rules", str(CORPUS)], capture_output=True,
                           cwd=ROOT)
     assert done.returncode == 0, done.stderr
     assert b"patterns 8/8, checks 5/5 validated" in done.stdout
@@ -77,7 +77,7 @@ def test_validate_rules_command_on_the_corpus() -> None:
 def test_a_planted_run_whose_stages_disagree_is_a_located_input_error(tmp_path: Path) -> None:
     import shutil
 
-    from engine.errors import InputError
+    from procgrade.engine.errors import InputError
 
     case = tmp_path / "finish-with-a-claim" / "x"
     shutil.copytree(CORPUS / "finish-with-a-claim" / "harness-autosubmission-is-not-a-claim", case)

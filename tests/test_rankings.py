@@ -13,8 +13,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from engine.analysis.agreement import bradley_terry
-from engine.analysis.rankings import rank_agreement, rank_agreement_over_tasks, rank_flips, ranks
+from procgrade.engine.analysis.agreement import bradley_terry
+from procgrade.engine.analysis.rankings import rank_agreement, rank_agreement_over_tasks, rank_flips, ranks
 
 DEVAI = Path(__file__).parent / "fixtures" / "devai-judgments"
 SYSTEMS = ("OpenHands", "MetaGPT", "GPT-Pilot")

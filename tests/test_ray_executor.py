@@ -13,13 +13,13 @@ import pytest
 
 from builders import ev, run_started, write_jsonl
 from databases import fresh_url
-from engine.archive import export_archive
-from engine.executors import LocalExecutor, RayExecutor
-from engine.ingest import ingest_native
-from engine.parallel_scoring import score_many, verify_archive_many, verify_many
-from engine.store import EventStore, open_store
-from engine.store.scores import ScoreStore
-from rules.loading import load_ruleset
+from procgrade.engine.archive import export_archive
+from procgrade.engine.executors import LocalExecutor, RayExecutor
+from procgrade.engine.ingest import ingest_native
+from procgrade.engine.parallel_scoring import score_many, verify_archive_many, verify_many
+from procgrade.engine.store import EventStore, open_store
+from procgrade.engine.store.scores import ScoreStore
+from procgrade.rules.loading import load_ruleset
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "native" / "todo-app-run.jsonl"
@@ -59,7 +59,7 @@ def _populate(store: EventStore, tmp_path: Path) -> None:
 @pytest.fixture
 def small_tasks(monkeypatch: pytest.MonkeyPatch) -> None:
     """One run per task, so the 9 runs make 9 tasks spread over both workers."""
-    monkeypatch.setattr("engine.executors.MIN_TASK_EVENTS", 1)
+    monkeypatch.setattr("procgrade.engine.executors.MIN_TASK_EVENTS", 1)
 
 
 class CrashOnce(RayExecutor):
@@ -152,7 +152,7 @@ def test_cli_rescore_through_ray_matches_the_local_executor(tmp_path: Path) -> N
         finally:
             store.close()
         stores[name] = url
-    command = [sys.executable, "-m", "engine.cli", "rescore", "--all"]
+    command = [sys.executable, "-m", "procgrade.engine.cli", "rescore", "--all"]
     local = subprocess.run([*command, "--workers", "2", "--db", stores["local"]], capture_output=True, text=True,
                            cwd=ROOT, timeout=300)
     assert local.returncode == 0, local.stderr

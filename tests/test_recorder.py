@@ -7,11 +7,11 @@ import inspect
 import pytest
 from recording_harness import StepClock, two_stage_build
 
-from engine.errors import InputError, StoreError
-from engine.events import EVENT_KINDS
-from engine.log_verification import verify_log
-from engine.native import parse_native_lines
-from engine.recorder import RecordConflictError, Recorder, StoreTransport, event_id_for, record
+from procgrade.engine.errors import InputError, StoreError
+from procgrade.engine.events import EVENT_KINDS
+from procgrade.engine.log_verification import verify_log
+from procgrade.engine.native import parse_native_lines
+from procgrade.engine.recorder import RecordConflictError, Recorder, StoreTransport, event_id_for, record
 
 
 def test_every_event_kind_has_a_typed_method() -> None:
@@ -117,7 +117,7 @@ def test_an_existing_run_needs_resume(store) -> None:
 
 
 def test_same_build_same_bytes_across_recordings(store, tmp_path) -> None:
-    from engine.store import open_store
+    from procgrade.engine.store import open_store
 
     two_stage_build("acme/twice", store)
     other = open_store(f"sqlite:///{tmp_path}/other.db", create=True)

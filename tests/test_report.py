@@ -27,15 +27,15 @@ sys.path.insert(0, str(Path(__file__).parent))
 from builders import ev, run_started  # noqa: E402
 from databases import fresh_url  # noqa: E402
 
-from engine.analysis.dataset import load_runs  # noqa: E402
-from engine.cli import app  # noqa: E402
-from engine.ingest import ingest_paths  # noqa: E402
-from engine.reporting import ReportError, build_report, render_report  # noqa: E402
-from engine.reporting.charts import BumpRow, IntervalRow, Point, bump_chart, interval_chart, scatter_chart  # noqa: E402
-from engine.reporting.run_pages import event_anchor, run_anchor  # noqa: E402
-from engine.scoring import display  # noqa: E402
-from engine.store import EventStore, open_store  # noqa: E402
-from rules.loading import load_ruleset  # noqa: E402
+from procgrade.engine.analysis.dataset import load_runs  # noqa: E402
+from procgrade.engine.cli import app  # noqa: E402
+from procgrade.engine.ingest import ingest_paths  # noqa: E402
+from procgrade.engine.reporting import ReportError, build_report, render_report  # noqa: E402
+from procgrade.engine.reporting.charts import BumpRow, IntervalRow, Point, bump_chart, interval_chart, scatter_chart  # noqa: E402
+from procgrade.engine.reporting.run_pages import event_anchor, run_anchor  # noqa: E402
+from procgrade.engine.scoring import display  # noqa: E402
+from procgrade.engine.store import EventStore, open_store  # noqa: E402
+from procgrade.rules.loading import load_ruleset  # noqa: E402
 
 IMPORTS = Path(__file__).parent / "fixtures" / "imports"
 CHROMIUM = "/usr/bin/chromium"
@@ -339,15 +339,15 @@ def test_report_escapes_and_loads_nothing(report_db: str) -> None:
 
 
 def test_missing_analysis_modules_say_not_available(report_db: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(sys.modules, "engine.analysis.comparison", None)
-    monkeypatch.setitem(sys.modules, "engine.analysis.calibration", None)
+    monkeypatch.setitem(sys.modules, "procgrade.engine.analysis.comparison", None)
+    monkeypatch.setitem(sys.modules, "procgrade.engine.analysis.calibration", None)
     store = open_store(report_db)
     try:
         report = render_report(store)
     finally:
         store.close()
-    assert "Comparison not available: engine.analysis.comparison is not installed" in report.html
-    assert "Calibration not available: engine.analysis.calibration is not installed" in report.html
+    assert "Comparison not available: procgrade.engine.analysis.comparison is not installed" in report.html
+    assert "Calibration not available: procgrade.engine.analysis.calibration is not installed" in report.html
     assert f'id="{run_anchor(_run_id("model-b", "todo", 0))}"' in report.html
     assert "comparison not available" in report.summary and "calibration not available" in report.summary
 
@@ -407,8 +407,8 @@ def test_percentages_round_like_their_intervals() -> None:
     """1/16 is 6.25%: shown 6.3 as the interval column (half up on the exact value) shows it."""
     from fractions import Fraction
 
-    from engine.analysis.outcome_metrics import format_percent
-    from engine.reporting.markup import fmt_pct
+    from procgrade.engine.analysis.outcome_metrics import format_percent
+    from procgrade.engine.reporting.markup import fmt_pct
 
     for value in (Fraction(1, 16), Fraction(5, 16), Fraction(1, 80), 0.0625, 1.0):
         assert fmt_pct(value) == format_percent(value, 1)

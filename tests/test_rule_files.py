@@ -12,10 +12,10 @@ import orjson
 import pytest
 from ruamel.yaml import YAML
 
-from engine.errors import InputError
-from rules.identity import rule_hash, ruleset_hash
-from rules.loading import DEFAULT_RULESET, load_ruleset, parse_ruleset
-from rules.model import BEHAVIOUR_PATTERNS, BINARY_CHECKS, ruleset_json_schema
+from procgrade.engine.errors import InputError
+from procgrade.rules.identity import rule_hash, ruleset_hash
+from procgrade.rules.loading import DEFAULT_RULESET, load_ruleset, parse_ruleset
+from procgrade.rules.model import BEHAVIOUR_PATTERNS, BINARY_CHECKS, ruleset_json_schema
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -65,7 +65,7 @@ def test_default_ruleset_validates_against_the_published_schema() -> None:
 
 
 def test_schema_rules_command_prints_the_schema() -> None:
-    done = subprocess.run([sys.executable, "-m", "engine.cli", "schema", "rules"], capture_output=True,
+    done = subprocess.run([sys.executable, "-m", "procgrade.engine.cli", "schema", "rules"], capture_output=True,
                           check=True, cwd=ROOT)
     assert orjson.loads(done.stdout)["title"] == "procgrade rule set"
 
@@ -122,7 +122,7 @@ def test_hash_ignores_spelling_but_not_meaning() -> None:
 
 def test_validate_rules_command_prints_the_detection_table(tmp_path: Path) -> None:
     corpus = ROOT / "tests" / "fixtures" / "planted"
-    done = subprocess.run([sys.executable, "-m", "engine.cli", "validate-rules", str(corpus)], capture_output=True,
+    done = subprocess.run([sys.executable, "-m", "procgrade.engine.cli", "validate-rules", str(corpus)], capture_output=True,
                           cwd=ROOT)
     assert done.returncode == 0, done.stderr
     assert (b"detected 44/44 faults (100%); 0 clean twins falsely flagged; 0 fault runs also flagged by another "
@@ -136,7 +136,7 @@ def test_validate_rules_command_prints_the_detection_table(tmp_path: Path) -> No
     (broken / "read-before-edit" / "fault.jsonl").rename(broken / "read-before-edit" / "tmp.jsonl")
     (broken / "read-before-edit" / "clean.jsonl").rename(broken / "read-before-edit" / "fault.jsonl")
     (broken / "read-before-edit" / "tmp.jsonl").rename(broken / "read-before-edit" / "clean.jsonl")
-    done = subprocess.run([sys.executable, "-m", "engine.cli", "validate-rules", str(broken), "--rules",
+    done = subprocess.run([sys.executable, "-m", "procgrade.engine.cli", "validate-rules", str(broken), "--rules",
                            str(ROOT / "rules" / "sets" / "default-v1.yaml")], capture_output=True, cwd=ROOT)
     assert done.returncode == 1
     assert b"detected 0/1 faults (0%); 1 clean twins falsely flagged" in done.stdout

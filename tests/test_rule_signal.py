@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from engine.ingest import ingest_paths
-from engine.store import EventStore, open_store
-from rules.loading import load_ruleset
-from rules.signal import measure
+from procgrade.engine.ingest import ingest_paths
+from procgrade.engine.store import EventStore, open_store
+from procgrade.rules.loading import load_ruleset
+from procgrade.rules.signal import measure
 
 ROOT = Path(__file__).parent.parent
 SAMPLE = ROOT / "tests" / "fixtures" / "imports" / "terminal-bench-claude-code"
@@ -72,7 +72,7 @@ def test_v1_on_the_same_runs_rewarded_giving_up(tb: EventStore) -> None:
 
 
 def test_rule_signal_command(sample: str) -> None:
-    done = subprocess.run([sys.executable, "-m", "engine.cli", "rule-signal", "--db", sample], capture_output=True,
+    done = subprocess.run([sys.executable, "-m", "procgrade.engine.cli", "rule-signal", "--db", sample], capture_output=True,
                           cwd=ROOT, check=True)
     assert b"on 60 graded runs (260 not graded: no model decisions)" in done.stdout
     assert b"same-task pairs where the unfinished run scored higher: 0 of 7" in done.stdout

@@ -8,8 +8,8 @@ from typing import Any
 
 from test_rules_sql_backend import _build, _e, _fresh_run_id, _ruleset, both_backends, check
 
-from engine.store import EventStore
-from rules.monitor import Finding
+from procgrade.engine.store import EventStore
+from procgrade.rules.monitor import Finding
 
 EDIT = {"kind": "file_edit"}
 
@@ -110,8 +110,8 @@ def test_job_output_from_the_command_line_relates_reads_to_the_job(store: EventS
 def test_stage_marked_run_without_per_event_stage_scores_as_tagged(store: EventStore) -> None:
     """Issue 10's done-when: a native run marking stages only with stage_started/stage_ended
     scores exactly as the same run with every event tagged."""
-    from engine.rescoring import compute_score
-    from rules.loading import load_ruleset
+    from procgrade.engine.rescoring import compute_score
+    from procgrade.rules.loading import load_ruleset
 
     def run(run_id: str, tagged: bool) -> list[Any]:
         specs = []

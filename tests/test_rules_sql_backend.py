@@ -19,14 +19,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import text
 
-from engine.events import Event, event_adapter
-from engine.store import EventStore
+from procgrade.engine.events import Event, event_adapter
+from procgrade.engine.store import EventStore
 from rule_traces import rulesets, trace
-from rules.loading import load_ruleset
-from rules.model import RuleSet
-from rules.monitor import MAX_CITED, Finding, evaluate
-from rules.predicates import ROW_COLUMNS
-from rules.sql import compile_rule, evaluate_sql
+from procgrade.rules.loading import load_ruleset
+from procgrade.rules.model import RuleSet
+from procgrade.rules.monitor import MAX_CITED, Finding, evaluate
+from procgrade.rules.predicates import ROW_COLUMNS
+from procgrade.rules.sql import compile_rule, evaluate_sql
 
 _run_numbers = itertools.count()
 
@@ -92,7 +92,7 @@ def test_default_ruleset_agrees_with_monitor(store: EventStore, data: st.DataObj
 def test_default_ruleset_agrees_with_monitor_on_the_bundled_real_runs(store: EventStore) -> None:
     """The recorded Claude Code runs of the Terminal-Bench sample (real command lines: inline
     snippets, installs, heredocs) give the same findings on both back-ends under rule set v2."""
-    from engine.ingest import ingest_paths
+    from procgrade.engine.ingest import ingest_paths
 
     sample = Path(__file__).parent / "fixtures" / "imports" / "terminal-bench-claude-code"
     ingest_paths(store, [sample / "data" / "traj"])

@@ -15,16 +15,16 @@ from sqlalchemy import text
 
 from builders import ev, run_started, write_jsonl
 from databases import fresh_url
-from engine.errors import ScoreDriftError
-from engine.ingest import ingest_native
-from engine.rescoring import compute_score, score_runs, verify_scores
-from engine.store import EventStore, open_store
-from engine.store.scores import ScoreStore
-from rules.loading import load_ruleset, parse_ruleset
+from procgrade.engine.errors import ScoreDriftError
+from procgrade.engine.ingest import ingest_native
+from procgrade.engine.rescoring import compute_score, score_runs, verify_scores
+from procgrade.engine.store import EventStore, open_store
+from procgrade.engine.store.scores import ScoreStore
+from procgrade.rules.loading import load_ruleset, parse_ruleset
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "native" / "todo-app-run.jsonl"
-PROCGRADE = [sys.executable, "-m", "engine.cli"]
+PROCGRADE = [sys.executable, "-m", "procgrade.engine.cli"]
 
 
 def faulty_run(run_id: str) -> list[dict]:
@@ -104,8 +104,8 @@ def test_score_bytes_identical_across_hash_seeds(tmp_path: Path) -> None:
     _ingest_both(store, tmp_path)
     store.close()
     script = (
-        "import sys; from engine.store import open_store; from engine.rescoring import compute_score; "
-        "from rules.loading import load_ruleset; s = open_store(sys.argv[1]); r = load_ruleset(); "
+        "import sys; from procgrade.engine.store import open_store; from procgrade.engine.rescoring import compute_score; "
+        "from procgrade.rules.loading import load_ruleset; s = open_store(sys.argv[1]); r = load_ruleset(); "
         "sys.stdout.buffer.write(b''.join(compute_score(s, r, x).canonical for x in ('faulty-1', 'todo-app-demo')))"
     )
     outputs = set()
@@ -197,7 +197,7 @@ def test_a_different_document_for_the_same_key_is_drift(store: EventStore, tmp_p
     run_ids = _ingest_both(store, tmp_path)
     score_runs(store, run_ids, load_ruleset())
     stored = ScoreStore(store).scores()[0]
-    from engine.store.scores import StoredScore
+    from procgrade.engine.store.scores import StoredScore
 
     forged = StoredScore(**{**stored.__dict__, "document": stored.document + " ", "document_sha256": "0" * 64})
     with pytest.raises(ScoreDriftError):

@@ -14,7 +14,7 @@ from sqlalchemy import text
 from builders import RUN, every_kind_run, ev, extra_events, models, reference_head, reference_hashes, small_run, \
     write_jsonl
 from databases import DATABASES, fresh_url, pg_schema_url
-from engine.errors import (
+from procgrade.engine.errors import (
     EventIdConflictError,
     InputError,
     RunSealedError,
@@ -23,14 +23,14 @@ from engine.errors import (
     StoreError,
     UnknownRunError,
 )
-from engine.events import event_adapter
-from engine.ingest import ingest_native
-from engine.log_verification import verify_log
-from engine.native import dump_native
-from engine.store import EventStore, open_store
-from engine.store.postgres import PostgresEventStore
-from engine.store.sqlite import SQLiteEventStore
-from engine.stored import STORED_COLUMNS
+from procgrade.engine.events import event_adapter
+from procgrade.engine.ingest import ingest_native
+from procgrade.engine.log_verification import verify_log
+from procgrade.engine.native import dump_native
+from procgrade.engine.store import EventStore, open_store
+from procgrade.engine.store.postgres import PostgresEventStore
+from procgrade.engine.store.sqlite import SQLiteEventStore
+from procgrade.engine.stored import STORED_COLUMNS
 
 
 HASH = STORED_COLUMNS.index("hash")

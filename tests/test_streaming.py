@@ -8,15 +8,17 @@ from pathlib import Path
 
 import pytest
 
-import engine.native
+import procgrade.engine.native
+
+from procgrade import engine
 from builders import RUN, ev, extra_events, line, reference_head, small_run, write_jsonl, write_lines
-from engine.errors import EventIdConflictError, InputError, StoreError
-from engine.ingest import ingest_native, ingest_paths
-from engine.log_verification import verify_log
-from engine.native import iter_native
-from engine.reporting.run_pages import run_page, run_section
-from engine.store import EventStore
-from rules.loading import load_ruleset
+from procgrade.engine.errors import EventIdConflictError, InputError, StoreError
+from procgrade.engine.ingest import ingest_native, ingest_paths
+from procgrade.engine.log_verification import verify_log
+from procgrade.engine.native import iter_native
+from procgrade.engine.reporting.run_pages import run_page, run_section
+from procgrade.engine.store import EventStore
+from procgrade.rules.loading import load_ruleset
 
 
 @pytest.fixture
@@ -105,7 +107,7 @@ def test_bad_line_after_many_pieces_leaves_nothing(store: EventStore, tmp_path: 
 
 
 def test_report_caps_a_huge_run(store: EventStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import engine.reporting.run_pages as pages
+    import procgrade.engine.reporting.run_pages as pages
 
     monkeypatch.setattr(pages, "TIMELINE_CAP", 10)
     monkeypatch.setattr(pages, "VIOLATIONS_CAP", 2)

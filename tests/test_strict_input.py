@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 
 from builders import RUN, ev, line, small_run, write_jsonl, write_lines
-from engine.errors import InputError
-from engine.ingest import ingest_native, ingest_paths
-from engine.importers.redaction import REDACTION_MARKER
-from engine.json_guards import MAX_DEPTH, duplicate_key, nesting_error
-from engine.store import EventStore
+from procgrade.engine.errors import InputError
+from procgrade.engine.ingest import ingest_native, ingest_paths
+from procgrade.engine.importers.redaction import REDACTION_MARKER
+from procgrade.engine.json_guards import MAX_DEPTH, duplicate_key, nesting_error
+from procgrade.engine.store import EventStore
 
 ROOT = Path(__file__).resolve().parent.parent
 CLAUDE = ROOT / "tests" / "fixtures" / "imports" / "claude-code" / "edge_cases.jsonl"
@@ -76,7 +76,7 @@ def test_harness_duplicate_key_is_refused_with_its_line(store: EventStore, tmp_p
 
 
 def test_harness_json_document_duplicate_key(tmp_path: Path) -> None:
-    from engine.importers.source_tree import open_tree
+    from procgrade.engine.importers.source_tree import open_tree
 
     path = tmp_path / "doc.json"
     path.write_text('{\n  "a": 1,\n  "b": {"c": 1,\n        "c": 2}\n}\n')
@@ -145,7 +145,7 @@ def test_deep_nesting_in_format_detection_and_claude_code_logs(store: EventStore
     path.write_bytes(b"\n".join(lines))
     error = refused(store, path, native=False)
     assert error.line == 2 and "nested deeper than" in error.reason
-    proc = subprocess.run([sys.executable, "-m", "engine.cli", "ingest", "--db", f"sqlite:///{tmp_path}/c.db", str(path)],
+    proc = subprocess.run([sys.executable, "-m", "procgrade.engine.cli", "ingest", "--db", f"sqlite:///{tmp_path}/c.db", str(path)],
                           capture_output=True, text=True, cwd=ROOT, env={**os.environ, "COLUMNS": "200"})
     assert proc.returncode == 1 and "Traceback" not in proc.stderr
     assert proc.stderr.startswith(f"{path}:2: -: JSON nested deeper than"), proc.stderr

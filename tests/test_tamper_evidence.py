@@ -15,13 +15,13 @@ import pytest
 from sqlalchemy import text
 
 from builders import RUN, models, small_run
-from engine.integrity import integrity_problems, seal_problems
-from engine.log_verification import verify_log
-from engine.receipts import generate_keys, verify_receipts, write_receipt
-from engine.rescoring import score_runs
-from engine.store import EventStore, open_store
-from engine.store.scores import ScoreStore
-from rules.loading import load_ruleset
+from procgrade.engine.integrity import integrity_problems, seal_problems
+from procgrade.engine.log_verification import verify_log
+from procgrade.engine.receipts import generate_keys, verify_receipts, write_receipt
+from procgrade.engine.rescoring import score_runs
+from procgrade.engine.store import EventStore, open_store
+from procgrade.engine.store.scores import ScoreStore
+from procgrade.rules.loading import load_ruleset
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -63,7 +63,7 @@ def keys(tmp_path: Path) -> tuple[Path, Path]:
 def cli(*args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "COLUMNS": "250"}
     env.pop("PROCGRADE_DB", None)
-    return subprocess.run([sys.executable, "-m", "engine.cli", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "procgrade.engine.cli", *args], capture_output=True, text=True,
                           timeout=120, env=env, cwd=ROOT)
 
 
@@ -240,7 +240,7 @@ def test_receipts_log_chain_and_signatures(sealed_scored: EventStore, tmp_path: 
 
 def test_receipts_refuse_unsealed_runs_and_bad_keys(sealed_scored: EventStore, tmp_path: Path,
                                                     keys: tuple[Path, Path]) -> None:
-    from engine.errors import InputError, ProcgradeError
+    from procgrade.engine.errors import InputError, ProcgradeError
 
     private, public = keys
     with pytest.raises(ProcgradeError, match="not sealed"):
@@ -268,10 +268,10 @@ def test_cli_keygen_seal_sign_and_verify(tmp_path: Path) -> None:
 def test_migration_records_seals_of_runs_sealed_before_it(store_url: str) -> None:
     from alembic import command
 
-    from engine.store.migrate import alembic_config, upgrade
-    from engine.store import normalize_url
-    from engine.store.sqlite import sqlite_engine
-    from engine.store.postgres import postgres_engine
+    from procgrade.engine.store.migrate import alembic_config, upgrade
+    from procgrade.engine.store import normalize_url
+    from procgrade.engine.store.sqlite import sqlite_engine
+    from procgrade.engine.store.postgres import postgres_engine
 
     url = normalize_url(store_url)
     engine = sqlite_engine(url) if url.startswith("sqlite") else postgres_engine(url)

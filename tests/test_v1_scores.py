@@ -14,15 +14,15 @@ from pathlib import Path
 import orjson
 import pytest
 
-from engine.ingest import ingest_native
-from engine.log_verification import verify_log
-from engine.rescoring import score_runs, verify_scores
-from engine.store import EventStore, open_store
-from engine.store.migrate import current_revision, head_revision, upgrade
-from engine.store.scores import ScoreStore
-from engine.store.sqlite import sqlite_engine
-from rules.identity import ruleset_hash
-from rules.loading import load_ruleset
+from procgrade.engine.ingest import ingest_native
+from procgrade.engine.log_verification import verify_log
+from procgrade.engine.rescoring import score_runs, verify_scores
+from procgrade.engine.store import EventStore, open_store
+from procgrade.engine.store.migrate import current_revision, head_revision, upgrade
+from procgrade.engine.store.scores import ScoreStore
+from procgrade.engine.store.sqlite import sqlite_engine
+from procgrade.rules.identity import ruleset_hash
+from procgrade.rules.loading import load_ruleset
 
 FIXTURE = Path(__file__).parent / "fixtures" / "v1-scores"
 V1_RULES = Path(__file__).parent.parent / "rules" / "sets" / "default-v1.yaml"
@@ -79,8 +79,8 @@ def test_migration_0004_on_postgresql_keeps_v1_scores_verifying(tmp_path: Path) 
     from sqlalchemy import text
 
     from databases import pg_schema_url
-    from engine.store.migrate import alembic_config
-    from engine.store.postgres import postgres_engine
+    from procgrade.engine.store.migrate import alembic_config
+    from procgrade.engine.store.postgres import postgres_engine
 
     source = sqlite3.connect(FIXTURE / "v1.sqlite")
     with pg_schema_url() as url:

@@ -32,7 +32,7 @@ try:
     import numpy as np
 except ImportError as exc:  # pragma: no cover - the analysis extra is missing
     raise ImportError(
-        "engine.analysis.agreement needs the analysis extra: pip install 'procgrade[analysis]'") from exc
+        "procgrade.engine.analysis.agreement needs the analysis extra: pip install 'procgrade[analysis]'") from exc
 
 __all__ = [
     "KRIPPENDORFF_NOTE",

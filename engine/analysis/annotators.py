@@ -29,7 +29,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from engine.events import Grade
+from procgrade.engine.events import Grade
 
 __all__ = ["ABSTAINED", "RULES_OF_ORDER", "SETS", "SINGLE", "Annotation", "Design", "Resolved", "design", "resolve"]
 

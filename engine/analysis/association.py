@@ -1,7 +1,7 @@
 """Which process behaviours predict outcome: per rule, violation against resolution (``procgrade associate``).
 
-Over the **graded** runs (:mod:`engine.analysis.graded_runs`) whose outcome is binary, *resolved* meaning
-pass@1 of the run's build (every graded plan of its last check passes; :mod:`engine.analysis.outcome_builds`):
+Over the **graded** runs (:mod:`procgrade.engine.analysis.graded_runs`) whose outcome is binary, *resolved* meaning
+pass@1 of the run's build (every graded plan of its last check passes; :mod:`procgrade.engine.analysis.outcome_builds`):
 runs with no verdict, or whose check graded nothing, are left out and counted.
 
 * **Applicability** (per rule, pooled and per group of ``by``): of the graded runs, how many the rule applied
@@ -50,13 +50,13 @@ from typing import Any
 try:
     import numpy as np
 except ImportError as exc:  # pragma: no cover - the analysis extra is missing
-    raise ImportError("engine.analysis.association needs the analysis extra: pip install 'procgrade[analysis]'") from exc
+    raise ImportError("procgrade.engine.analysis.association needs the analysis extra: pip install 'procgrade[analysis]'") from exc
 
-from engine.analysis.agreement import _Plain, to_plain
-from engine.analysis.dataset import RunView, check_field, group_key
-from engine.analysis.graded_runs import select_graded
-from engine.analysis.outcome_builds import run_outcome
-from engine.canonical import canonical_json
+from procgrade.engine.analysis.agreement import _Plain, to_plain
+from procgrade.engine.analysis.dataset import RunView, check_field, group_key
+from procgrade.engine.analysis.graded_runs import select_graded
+from procgrade.engine.analysis.outcome_builds import run_outcome
+from procgrade.engine.canonical import canonical_json
 
 __all__ = [
     "FORMAT",
@@ -354,7 +354,7 @@ def associate(runs: Iterable[RunView], by: str, *, seed: int = 0, n_resamples: i
             auc, low, high, note))
 
     digests = sorted({r.process.ruleset_hash for r in runs if r.process is not None})
-    from engine.analysis.graded_runs import coverage_text
+    from procgrade.engine.analysis.graded_runs import coverage_text
 
     return Association(
         by=by, ruleset_hash=digests[0] if len(digests) == 1 else None, rules=rules, groups=groups,

@@ -2,7 +2,7 @@
 
 A *reference* grader (usually ``human``) and one or more *candidates* (``judge``, ``rules``, a named actor or
 sheet) are compared on the ``grade`` events of the stored runs, layer by layer (and group by group with ``by``).
-Every statistic is a call into :mod:`engine.analysis.agreement` and :mod:`engine.analysis.rankings` (scipy,
+Every statistic is a call into :mod:`procgrade.engine.analysis.agreement` and :mod:`procgrade.engine.analysis.rankings` (scipy,
 statsmodels, scikit-learn; Krippendorff's alpha through the optional GPL package); nothing is computed by hand
 here beyond counting, selecting and averaging labels.
 
@@ -26,7 +26,7 @@ Graders
   - every other layer: no rules labels (a note says so).
 
   Rules are read on the items the reference graded, and only on **graded runs**
-  (:mod:`engine.analysis.graded_runs`): a run with no process score ("not graded: no model decisions") or
+  (:mod:`procgrade.engine.analysis.graded_runs`): a run with no process score ("not graded: no model decisions") or
   below ``min_coverage`` gives no rules label; the runs the reference graded that are left out this way
   are listed (``not_graded``) with the reason.
 
@@ -49,9 +49,9 @@ What is computed, per layer
   reference's?), at the run level when rules take part;
 * the pairwise agreement matrix over every actor that graded the layer (as Vibe Code Bench's evaluator table);
 * the rank correlation of the per-group means (groups = the ``by`` field, else ``model``, model names through
-  :mod:`engine.analysis.model_identity`; a run without the field is in no group) of reference and
+  :mod:`procgrade.engine.analysis.model_identity`; a run without the field is in no group) of reference and
   candidate over the items both graded: resampling the tasks when every group has every task
-  (:func:`~engine.analysis.rankings.rank_agreement_over_tasks`), else the groups;
+  (:func:`~procgrade.engine.analysis.rankings.rank_agreement_over_tasks`), else the groups;
 * Bradley-Terry ratings of the groups, for the reference and each candidate: runs of the same task are paired,
   the run with the higher grade (its mean label on the layer) wins, a tie is half a win; seeded bootstrap
   intervals. A group with fewer than :data:`MIN_GAMES` games gets no rating (its games are set aside, and the
@@ -78,9 +78,9 @@ from typing import Any
 try:
     import numpy as np
 except ImportError as exc:  # pragma: no cover - the analysis extra is missing
-    raise ImportError("engine.analysis.calibration needs the analysis extra: pip install 'procgrade[analysis]'") from exc
+    raise ImportError("procgrade.engine.analysis.calibration needs the analysis extra: pip install 'procgrade[analysis]'") from exc
 
-from engine.analysis.agreement import (
+from procgrade.engine.analysis.agreement import (
     Agreement,
     AgreementMatrix,
     BinaryAgreement,
@@ -100,18 +100,18 @@ from engine.analysis.agreement import (
     to_plain,
     variance_decomposition,
 )
-from engine.analysis.annotators import annotations_of, resolve
-from engine.analysis.annotators import design as parse_design
-from engine.analysis.dataset import GROUPING_FIELDS, RunView, group_key
-from engine.analysis.graded_runs import coverage_text, select_graded
-from engine.analysis.rankings import (
+from procgrade.engine.analysis.annotators import annotations_of, resolve
+from procgrade.engine.analysis.annotators import design as parse_design
+from procgrade.engine.analysis.dataset import GROUPING_FIELDS, RunView, group_key
+from procgrade.engine.analysis.graded_runs import coverage_text, select_graded
+from procgrade.engine.analysis.rankings import (
     RankAgreement,
     rank_agreement,
     rank_agreement_over_tasks,
 )
-from engine.canonical import canonical_json
-from engine.errors import ProcgradeError
-from engine.events import GRADE_LAYERS, Grade
+from procgrade.engine.canonical import canonical_json
+from procgrade.engine.errors import ProcgradeError
+from procgrade.engine.events import GRADE_LAYERS, Grade
 
 __all__ = [
     "CLASS_GRADERS",
@@ -420,7 +420,7 @@ def calibrate(runs: Sequence[RunView], reference: str, candidates: Sequence[str]
     correlations and ratings group by (default ``model``). ``bootstrap`` resamples for rank-correlation and
     Bradley-Terry intervals, seeded with ``seed``. ``min_coverage`` (a Fraction) leaves rules labels out for
     runs with a smaller share of applicable rules; ``identity`` groups model names
-    (:class:`~engine.analysis.model_identity.ModelIdentity`). ``items`` limits each layer to those items;
+    (:class:`~procgrade.engine.analysis.model_identity.ModelIdentity`). ``items`` limits each layer to those items;
     items of different names on a study's own layer, of different scales, or named together, are pooled
     only with ``pool_items`` (see :func:`_pooling`)."""
     runs = sorted(runs, key=lambda r: r.run_id)
@@ -535,11 +535,11 @@ def calibrate_store(store: Any, reference: str, candidates: Sequence[str], *, la
                     items: Sequence[str] | None = None, pool_items: bool = False) -> Calibration:
     """:func:`calibrate` over every stored run; process scores (rule set ``rules``, default the built-in one)
     are computed only when ``rules`` is a candidate."""
-    from engine.analysis.dataset import load_runs
+    from procgrade.engine.analysis.dataset import load_runs
 
     ruleset = None
     if RULES in candidates:
-        from rules.loading import load_ruleset
+        from procgrade.rules.loading import load_ruleset
 
         ruleset = load_ruleset(rules)
     runs = load_runs(store, ruleset)

@@ -2,27 +2,27 @@
 from the rules and the outcome metrics side by side, their rankings, how well the rankings agree, and the
 rank flips with the rules that drive them.
 
-* **Groups** are the values of one provenance field (:func:`engine.analysis.dataset.group_key`; ``model``
-  through :mod:`engine.analysis.model_identity`, so ``openai/gpt-4o`` and ``gpt-4o-2024-05-13`` are one
+* **Groups** are the values of one provenance field (:func:`procgrade.engine.analysis.dataset.group_key`; ``model``
+  through :mod:`procgrade.engine.analysis.model_identity`, so ``openai/gpt-4o`` and ``gpt-4o-2024-05-13`` are one
   group), sorted; runs within a group sorted by run id. A run without the field is never a group: it is
   listed apart (``ungrouped``).
-* **Graded runs only** (:mod:`engine.analysis.graded_runs`): a run with no process score ("not graded: no
+* **Graded runs only** (:mod:`procgrade.engine.analysis.graded_runs`): a run with no process score ("not graded: no
   model decisions"), or below ``min_coverage``, is left out of the comparison, process and outcome side
   alike (both rankings are over the same runs), and listed with its reason. ``procgrade outcomes`` gives
   the outcome metrics of every run.
-* **Settings.** Runs whose settings (:func:`engine.analysis.outcome_builds.run_settings`: harness, harness
+* **Settings.** Runs whose settings (:func:`procgrade.engine.analysis.outcome_builds.run_settings`: harness, harness
   version, model settings) differ within a group are not pooled: :class:`MixedGroupSettingsError` names
   every differing key with its values and runs, unless ``allow_mixed``, and then each group says which keys
   differ.
 * **Process score** of a group: the exact mean of its graded runs' process totals. Per rule, the mean over
   the runs the rule applied to.
-* **Outcome** of a group: :func:`engine.analysis.outcome_metrics.summarize` over its judged runs' builds
-  (:mod:`engine.analysis.outcome_builds`): pass@1, plan pass rate, ViBench 2.0 intervals, no-grade plans,
+* **Outcome** of a group: :func:`procgrade.engine.analysis.outcome_metrics.summarize` over its judged runs' builds
+  (:mod:`procgrade.engine.analysis.outcome_builds`): pass@1, plan pass rate, ViBench 2.0 intervals, no-grade plans,
   ungraded builds; unjudged runs are listed. The outcome ranking uses pass@1.
 * **Rankings** (rank 1 = best, ties share the mean rank) over the groups that have both scores; groups
   missing either are listed with the reason.
 * **Rank agreement** (Spearman rho and Kendall tau-b with seeded bootstrap intervals,
-  :mod:`engine.analysis.rankings`): when the ranked groups share two or more tasks on which each has both
+  :mod:`procgrade.engine.analysis.rankings`): when the ranked groups share two or more tasks on which each has both
   scores (a task grid; tasks not shared by every group are left out of it and named),
   :func:`rank_agreement_over_tasks` resamples the tasks (the right bootstrap for a handful of groups);
   otherwise :func:`rank_agreement` resamples the groups. The result says which, and why. With fewer than
@@ -44,10 +44,10 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, Literal
 
-from engine.analysis.dataset import GROUPING_FIELDS, RunView, check_field, group_key
-from engine.analysis.graded_runs import LeftOut, coverage_text, select_graded
-from engine.analysis.outcome_builds import RunOutcome, outcome_builds, run_settings
-from engine.analysis.outcome_metrics import (
+from procgrade.engine.analysis.dataset import GROUPING_FIELDS, RunView, check_field, group_key
+from procgrade.engine.analysis.graded_runs import LeftOut, coverage_text, select_graded
+from procgrade.engine.analysis.outcome_builds import RunOutcome, outcome_builds, run_settings
+from procgrade.engine.analysis.outcome_metrics import (
     Build,
     Interval,
     MixedSettingsError,
@@ -57,14 +57,14 @@ from engine.analysis.outcome_metrics import (
     settings_differences,
     summarize,
 )
-from engine.analysis.rankings import (
+from procgrade.engine.analysis.rankings import (
     RankAgreement,
     rank_agreement,
     rank_agreement_over_tasks,
     rank_flips,
     ranks,
 )
-from engine.scoring import display
+from procgrade.engine.scoring import display
 
 __all__ = [
     "runs_text",
@@ -377,10 +377,10 @@ def compare(runs: Iterable[RunView], by: str, *, allow_mixed: bool = False, seed
             min_coverage: Fraction | None = None, identity: Any = None) -> Comparison:
     """Process score against outcome, per group of ``runs`` by provenance field ``by``.
 
-    ``runs`` come from :func:`engine.analysis.dataset.load_runs` with a rule set (without one there is no
+    ``runs`` come from :func:`procgrade.engine.analysis.dataset.load_runs` with a rule set (without one there is no
     process score and nothing is ranked). ``ruleset`` (optional) names the rule set in the result.
     ``min_coverage`` leaves out runs with a smaller share of applicable rules; ``identity``
-    (:class:`~engine.analysis.model_identity.ModelIdentity`) groups model names (default: normalised).
+    (:class:`~procgrade.engine.analysis.model_identity.ModelIdentity`) groups model names (default: normalised).
     Raises :class:`MixedGroupSettingsError` when a group's runs differ in settings, unless ``allow_mixed``;
     ValueError for an unknown field.
     """
@@ -480,7 +480,7 @@ def compare(runs: Iterable[RunView], by: str, *, allow_mixed: bool = False, seed
 
     digest = ruleset_name = ruleset_version = None
     if ruleset is not None:
-        from rules.identity import ruleset_hash
+        from procgrade.rules.identity import ruleset_hash
 
         digest, ruleset_name, ruleset_version = ruleset_hash(ruleset), ruleset.name, ruleset.version
     else:

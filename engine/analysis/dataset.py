@@ -9,7 +9,7 @@ computed from the log in memory (nothing is written), so a run whose log grew
 (grades or verdicts appended) is never judged by a stale document.
 
 A run's *grades stream* (``<run>@grades``, grades imported before the run's trajectory; see
-:mod:`engine.grades.importing`) is part of the run's view, never a run of its own: its grades
+:mod:`procgrade.engine.grades.importing`) is part of the run's view, never a run of its own: its grades
 come first (they were imported first), then the run's own; the trajectory's provenance wins and
 the metadata the sheets give (the stream's ``run_started``, each grade's ``payload.run``) fills what
 it leaves unsaid. Without a trajectory the stream alone is the run. Either import order gives the
@@ -25,17 +25,17 @@ from typing import Any
 
 from sqlalchemy import select
 
-from engine.canonical import canonical_json, parse_json
-from engine.events import AcceptanceVerdict, Event, Grade, RunStarted, TestResult
-from engine.facts import verdict_outcome
-from engine.rescoring import compute_score
-from engine.store import EventStore
-from engine.store.schema import events as events_table
-from engine.store.scores import ScoreStore
-from engine.stored import STORED_COLUMNS, to_event
-from engine.version import __version__ as ENGINE_VERSION
-from rules.identity import ruleset_hash
-from rules.model import RuleSet
+from procgrade.engine.canonical import canonical_json, parse_json
+from procgrade.engine.events import AcceptanceVerdict, Event, Grade, RunStarted, TestResult
+from procgrade.engine.facts import verdict_outcome
+from procgrade.engine.rescoring import compute_score
+from procgrade.engine.store import EventStore
+from procgrade.engine.store.schema import events as events_table
+from procgrade.engine.store.scores import ScoreStore
+from procgrade.engine.stored import STORED_COLUMNS, to_event
+from procgrade.engine.version import __version__ as ENGINE_VERSION
+from procgrade.rules.identity import ruleset_hash
+from procgrade.rules.model import RuleSet
 
 __all__ = ["RunView", "ProcessScore", "Coverage", "load_runs", "check_field", "group_key", "GROUPING_FIELDS", "NOT_GRADED"]
 
@@ -151,11 +151,11 @@ def check_field(by: str) -> str:
 def group_key(run: RunView, by: str, identity: Any = None) -> str | None:
     """The group of ``run`` by field ``by``, or None when the run has no value for it (such a run is never a
     group: analyses list it apart). ``model`` goes through ``identity``
-    (:class:`engine.analysis.model_identity.ModelIdentity`, default: normalisation without aliases)."""
+    (:class:`procgrade.engine.analysis.model_identity.ModelIdentity`, default: normalisation without aliases)."""
     value = run.field(by)
     if by == "model":
         if identity is None:
-            from engine.analysis.model_identity import ModelIdentity
+            from procgrade.engine.analysis.model_identity import ModelIdentity
 
             identity = ModelIdentity()
         return identity.group(value)
@@ -183,7 +183,7 @@ def load_runs(store: EventStore, ruleset: RuleSet | None = None, run_ids: Sequen
         wanted = set(run_ids)
         missing = sorted(wanted - {i.run_id for i in infos})
         if missing:
-            from engine.errors import UnknownRunError
+            from procgrade.engine.errors import UnknownRunError
 
             raise UnknownRunError(f"no run {missing[0]!r} in the store")
         infos = [i for i in infos if _subject(i.run_id, streams) in wanted]

@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from fractions import Fraction
 
-from engine.analysis.dataset import NOT_GRADED, Coverage, RunView
+from procgrade.engine.analysis.dataset import NOT_GRADED, Coverage, RunView
 
 __all__ = ["LeftOut", "Selection", "coverage_text", "parse_min_coverage", "select_graded"]
 

@@ -23,7 +23,7 @@ Snapshots of one model are thereby one group. When they must stay apart, an alia
 
 Alias file (``--aliases FILE``): YAML or JSON, one mapping from a raw or a normalised name to the group
 name, e.g. ``{"gpt-4o-2024-05-13": "gpt-4o (May)", "app-8687wa-1753680546005046674": "claude-sonnet-4"}``.
-Keys and values must be non-empty strings; a bad file is an :class:`~engine.errors.InputError` naming
+Keys and values must be non-empty strings; a bad file is an :class:`~procgrade.engine.errors.InputError` naming
 the file and the entry.
 """
 
@@ -36,7 +36,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from engine.errors import InputError
+from procgrade.engine.errors import InputError
 
 __all__ = ["PROVIDER_PREFIXES", "ModelIdentity", "load_aliases", "normalise_model"]
 

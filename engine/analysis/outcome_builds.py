@@ -1,7 +1,7 @@
-"""Stored outcomes as outcome-metric builds: one :class:`~engine.analysis.outcome_metrics.Build` per judged run.
+"""Stored outcomes as outcome-metric builds: one :class:`~procgrade.engine.analysis.outcome_metrics.Build` per judged run.
 
-:mod:`engine.analysis.outcome_metrics` computes pass@1, plan pass rates and their intervals over plain
-:class:`Build` values; this module makes them from :class:`~engine.analysis.dataset.RunView` records.
+:mod:`procgrade.engine.analysis.outcome_metrics` computes pass@1, plan pass rates and their intervals over plain
+:class:`Build` values; this module makes them from :class:`~procgrade.engine.analysis.dataset.RunView` records.
 
 * **Product.** A run's ``task_id``; a run without one is its own product (product = its run id), and is
   listed as such (``without_task``): it cannot share a product with another build.
@@ -24,7 +24,7 @@
 * **Unjudged.** A run with no verdict has no build: it is listed (``unjudged``), never scored as a failure.
 * **Cost and duration** come from the run's labels when the importer recorded them (``cost``, ``cost_usd``,
   ``total_cost``, ``accumulated_cost``; ``duration_s``, ``duration``, ``accumulated_time``, ``elapsed_s``;
-  the first present wins); exact decimals (:func:`engine.exact.decimal_text`), else ``None``.
+  the first present wins); exact decimals (:func:`procgrade.engine.exact.decimal_text`), else ``None``.
 * **Settings** (for the mixed-settings guard): the harness name and version and the run's ``model_settings``
   (importers keep run statistics such as cost and tokens in labels, not there).
 """
@@ -36,10 +36,10 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Literal
 
-from engine.analysis.dataset import RunView
-from engine.analysis.outcome_metrics import Build, PlanResult
-from engine.events import AcceptanceVerdict, TestResult
-from engine.exact import decimal_text
+from procgrade.engine.analysis.dataset import RunView
+from procgrade.engine.analysis.outcome_metrics import Build, PlanResult
+from procgrade.engine.events import AcceptanceVerdict, TestResult
+from procgrade.engine.exact import decimal_text
 
 __all__ = [
     "COST_LABELS",

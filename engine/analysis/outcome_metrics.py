@@ -50,9 +50,9 @@ from enum import Enum
 from fractions import Fraction
 from typing import Any, Literal
 
-from engine.canonical import canonical_json
-from engine.errors import ProcgradeError
-from engine.exact import decimal_text
+from procgrade.engine.canonical import canonical_json
+from procgrade.engine.errors import ProcgradeError
+from procgrade.engine.exact import decimal_text
 
 __all__ = [
     "WORKFLOW_PASS_THRESHOLD",

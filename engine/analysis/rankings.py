@@ -31,9 +31,9 @@ from typing import Any, Literal
 try:
     import numpy as np
 except ImportError as exc:  # pragma: no cover - the analysis extra is missing
-    raise ImportError("engine.analysis.rankings needs the analysis extra: pip install 'procgrade[analysis]'") from exc
+    raise ImportError("procgrade.engine.analysis.rankings needs the analysis extra: pip install 'procgrade[analysis]'") from exc
 
-from engine.analysis.agreement import _float, _Plain, _sorted
+from procgrade.engine.analysis.agreement import _float, _Plain, _sorted
 
 __all__ = [
     "MIN_INTERVAL_GROUPS",

@@ -8,9 +8,9 @@ layer      per          scale    item
 ========== ============ ======== ====================================================
 round      round        -2..1    -
 fix_effect fix round    -2..0    -  (rounds 1, 2, ...; round 0 is the base round)
-check      round        passed   one of :data:`rules.model.BINARY_CHECKS`
+check      round        passed   one of :data:`procgrade.rules.model.BINARY_CHECKS`
 rubric     whole task   -1..1    the dimension's id; its written standard is required
-pattern    whole task   -2..1    one of :data:`rules.model.BEHAVIOUR_PATTERNS`
+pattern    whole task   -2..1    one of :data:`procgrade.rules.model.BEHAVIOUR_PATTERNS`
 overall    whole task   1..5     -
 ========== ============ ======== ====================================================
 
@@ -45,9 +45,9 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
-from engine.errors import InputError
-from engine.events import GRADE_SCALES, LAYER_PATTERN, RUN_ID_PATTERN, StageIndex, Text
-from engine.grades.record import (
+from procgrade.engine.errors import InputError
+from procgrade.engine.events import GRADE_SCALES, LAYER_PATTERN, RUN_ID_PATTERN, StageIndex, Text
+from procgrade.engine.grades.record import (
     ITEM_PATTERN,
     SHEET_PATTERN,
     GradeRecord,
@@ -55,7 +55,7 @@ from engine.grades.record import (
     Place,
     grader_actor,
 )
-from rules.model import BEHAVIOUR_PATTERNS, BINARY_CHECKS
+from procgrade.rules.model import BEHAVIOUR_PATTERNS, BINARY_CHECKS
 
 __all__ = [
     "ABSTENTIONS",

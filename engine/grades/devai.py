@@ -31,9 +31,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from engine.errors import InputError
-from engine.grades.record import GradeRecord, NewRun, Place
-from engine.importers.base import run_id_for
+from procgrade.engine.errors import InputError
+from procgrade.engine.grades.record import GradeRecord, NewRun, Place
+from procgrade.engine.importers.base import run_id_for
 
 __all__ = ["OUTCOME_FLAGS", "JudgeLayout", "judge_layout", "read_devai_judgment"]
 

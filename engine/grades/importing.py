@@ -5,7 +5,7 @@ not hold go to the run's *grades stream* ``<run>@grades`` (seq 0 ``run_started``
 ``grades``, the DevAI system, or the harness the sheet names; the sheet's model, task and labels;
 labels ``created_by: grades import`` and ``grades_for: <run>``), never to the run itself: the log
 is append-only and a run's seq 0 is its trajectory's, so the trajectory can still arrive later
-under its own id. Analysis (:func:`engine.analysis.dataset.load_runs`) reads a run and its grades
+under its own id. Analysis (:func:`procgrade.engine.analysis.dataset.load_runs`) reads a run and its grades
 stream as one run: the grades stream's grades first, then the run's own (the order they were
 imported in, whichever came first), the trajectory's metadata first and the sheet's where it is
 silent. A run created this way by an older version (grades-only, at the run's own id) is
@@ -28,15 +28,15 @@ from typing import Any
 
 from sqlalchemy import select
 
-from engine.errors import EventIdConflictError, RunSealedError, SeqConflictError
-from engine.events import GRADE_LAYERS, Event, Grade
-from engine.grades.arena import ROUND_LAYERS
-from engine.grades.record import GradeRecord, grade_content, grades_stream
-from engine.grades.sources import SheetFile, read_grade_files
-from engine.store import EventStore, RunInfo
-from engine.store.schema import events as events_table
-from engine.store.schema import runs as runs_table
-from engine.stored import STORED_COLUMNS, to_event
+from procgrade.engine.errors import EventIdConflictError, RunSealedError, SeqConflictError
+from procgrade.engine.events import GRADE_LAYERS, Event, Grade
+from procgrade.engine.grades.arena import ROUND_LAYERS
+from procgrade.engine.grades.record import GradeRecord, grade_content, grades_stream
+from procgrade.engine.grades.sources import SheetFile, read_grade_files
+from procgrade.engine.store import EventStore, RunInfo
+from procgrade.engine.store.schema import events as events_table
+from procgrade.engine.store.schema import runs as runs_table
+from procgrade.engine.stored import STORED_COLUMNS, to_event
 
 __all__ = ["GradesImport", "RunGrades", "append_grades", "import_grades"]
 

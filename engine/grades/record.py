@@ -20,8 +20,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from engine.errors import InputError
-from engine.events import Grade, RunStarted
+from procgrade.engine.errors import InputError
+from procgrade.engine.events import Grade, RunStarted
 
 __all__ = ["GRADES_FOR", "GRADES_STREAM", "ITEM_PATTERN", "grades_stream", "SHEET_PATTERN", "GradeRecord", "NewRun", "Place", "grade_content", "grader_actor"]
 

@@ -15,15 +15,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from engine.errors import InputError
-from engine.grades.arena import FORMAT_TAG, FORMAT_TAG_V2, parse_json, read_csv_sheet, read_json_sheet, read_study_sheet
-from engine.grades.devai import (
+from procgrade.engine.errors import InputError
+from procgrade.engine.grades.arena import FORMAT_TAG, FORMAT_TAG_V2, parse_json, read_csv_sheet, read_json_sheet, read_study_sheet
+from procgrade.engine.grades.devai import (
     LAYOUT_HELP,
     judge_layout,
     looks_like_judgment,
     read_devai_judgment,
 )
-from engine.grades.record import GradeRecord
+from procgrade.engine.grades.record import GradeRecord
 
 __all__ = ["GRADE_FORMATS", "SheetFile", "read_grade_files"]
 

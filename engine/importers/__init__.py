@@ -11,21 +11,21 @@ import importlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from engine.errors import InputError
-from engine.importers.base import REGISTRY, Importer, Unit
-from engine.importers.source_tree import SourceTree
+from procgrade.engine.errors import InputError
+from procgrade.engine.importers.base import REGISTRY, Importer, Unit
+from procgrade.engine.importers.source_tree import SourceTree
 
 __all__ = ["IMPORTER_MODULES", "importers", "get_importer", "Plan", "plan_imports"]
 
 IMPORTER_MODULES = (
-    "engine.importers.harbor",
-    "engine.importers.terminal_bench",
-    "engine.importers.claude_code",
-    "engine.importers.codex",
-    "engine.importers.openhands",
-    "engine.importers.swe_agent",
-    "engine.importers.inspect_ai",
-    "engine.importers.devai",
+    "procgrade.engine.importers.harbor",
+    "procgrade.engine.importers.terminal_bench",
+    "procgrade.engine.importers.claude_code",
+    "procgrade.engine.importers.codex",
+    "procgrade.engine.importers.openhands",
+    "procgrade.engine.importers.swe_agent",
+    "procgrade.engine.importers.inspect_ai",
+    "procgrade.engine.importers.devai",
 )
 
 

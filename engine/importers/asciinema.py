@@ -25,8 +25,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine.errors import InputError
-from engine.importers.source_tree import SourceTree
+from procgrade.engine.errors import InputError
+from procgrade.engine.importers.source_tree import SourceTree
 
 __all__ = ["CastLine", "Cast", "read_cast", "strip_terminal"]
 

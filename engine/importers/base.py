@@ -5,7 +5,7 @@ candidate files (cheaply: the first line, a few keys) and claims the units it
 can read: a primary file plus the companion files that belong to it (sub-agent
 transcripts, continuation files, outcome reports), which are then no one
 else's. :meth:`Importer.read` turns one unit into whole runs through a
-:class:`~engine.importers.building.RunBuilder`, or raises ``InputError``.
+:class:`~procgrade.engine.importers.building.RunBuilder`, or raises ``InputError``.
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ import re
 from collections.abc import Sequence
 from typing import ClassVar, NamedTuple
 
-from engine.importers.building import ImportedRun, RunBuilder
-from engine.importers.source_tree import SourceTree
+from procgrade.engine.importers.building import ImportedRun, RunBuilder
+from procgrade.engine.importers.source_tree import SourceTree
 
 __all__ = ["Importer", "Unit", "REGISTRY", "register", "run_id_for"]
 

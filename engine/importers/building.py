@@ -28,13 +28,13 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from engine.errors import InputError, ProcgradeError
-from engine.events import EVENT_KINDS, TS_PATTERN, Event, is_instant
-from engine.importers.provenance import current_overrides, resolve
-from engine.importers.redaction import Redactor
-from engine.importers.shell import file_effects
-from engine.importers.source_tree import SourceTree
-from engine.importers.test_runs import is_test_command, parse_test_counts
+from procgrade.engine.errors import InputError, ProcgradeError
+from procgrade.engine.events import EVENT_KINDS, TS_PATTERN, Event, is_instant
+from procgrade.engine.importers.provenance import current_overrides, resolve
+from procgrade.engine.importers.redaction import Redactor
+from procgrade.engine.importers.shell import file_effects
+from procgrade.engine.importers.source_tree import SourceTree
+from procgrade.engine.importers.test_runs import is_test_command, parse_test_counts
 
 __all__ = ["Record", "RunBuilder", "ImportedRun", "ImporterBug", "timestamp", "MISSING"]
 

@@ -43,7 +43,7 @@ How records become events:
 - **Tools** (the call's record and its ``tool_result`` record are the sources of one
   event): ``Bash`` -> ``RunBuilder.command`` (a ``test_run`` with counts when the line
   runs tests), its exit code read from how the result ended
-  (:mod:`engine.importers.claude_code_bash`: a stated ``Exit code N``; ``is_error`` without
+  (:mod:`procgrade.engine.importers.claude_code_bash`: a stated ``Exit code N``; ``is_error`` without
   a stated code -> 1, the documented failure marker; a plain success -> 0; interrupted,
   background or ambiguous -> null); a call Claude Code refused to run is a
   ``source_record`` ``tool_use:Bash:refused``; ``Read``,
@@ -92,13 +92,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine.errors import InputError
-from engine.exact import decimal_text
-from engine.importers.base import Importer, Unit, register
-from engine.importers.building import ImportedRun, Record, RunBuilder, timestamp
-from engine.importers.claude_code_bash import bash_ending
-from engine.importers.redaction import Redactor
-from engine.importers.source_tree import SourceTree, refuse_unsafe_json, strict_json
+from procgrade.engine.errors import InputError
+from procgrade.engine.exact import decimal_text
+from procgrade.engine.importers.base import Importer, Unit, register
+from procgrade.engine.importers.building import ImportedRun, Record, RunBuilder, timestamp
+from procgrade.engine.importers.claude_code_bash import bash_ending
+from procgrade.engine.importers.redaction import Redactor
+from procgrade.engine.importers.source_tree import SourceTree, refuse_unsafe_json, strict_json
 
 __all__ = ["ClaudeCodeImporter", "StreamEnd", "StreamProvenance", "emit_stream_json", "parse_line"]
 

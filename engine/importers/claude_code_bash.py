@@ -57,7 +57,7 @@ other success                                       0            ``succeeded``
 ==================================================  ===========  ============================
 
 A test run's counts come from its output as for any harness
-(:func:`engine.importers.test_runs.parse_test_counts`); its exit code from this table.
+(:func:`procgrade.engine.importers.test_runs.parse_test_counts`); its exit code from this table.
 """
 
 from __future__ import annotations
@@ -66,7 +66,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from engine.importers.shell import split_pipeline
+from procgrade.engine.importers.shell import split_pipeline
 
 __all__ = ["BashEnding", "bash_ending"]
 

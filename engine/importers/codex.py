@@ -102,12 +102,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine.importers.base import Importer, Unit, register
-from engine.importers.building import ImportedRun, Record, RunBuilder, timestamp
-from engine.importers.patches import apply_patch_effects
-from engine.importers.redaction import Redactor
-from engine.importers.shell import exit_code_from_text, file_effects
-from engine.importers.source_tree import SourceTree, refuse_unsafe_json, strict_json
+from procgrade.engine.importers.base import Importer, Unit, register
+from procgrade.engine.importers.building import ImportedRun, Record, RunBuilder, timestamp
+from procgrade.engine.importers.patches import apply_patch_effects
+from procgrade.engine.importers.redaction import Redactor
+from procgrade.engine.importers.shell import exit_code_from_text, file_effects
+from procgrade.engine.importers.source_tree import SourceTree, refuse_unsafe_json, strict_json
 
 __all__ = ["CodexImporter"]
 

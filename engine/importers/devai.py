@@ -49,13 +49,13 @@ from typing import Any
 
 import jsonschema
 
-from engine.errors import InputError
-from engine.exact import decimal_text
-from engine.importers.base import Importer, Unit, register
-from engine.importers.building import ImportedRun, Record, RunBuilder
-from engine.importers.inspect_ai import shell_command
-from engine.importers.shell import exit_code_from_text
-from engine.importers.source_tree import SourceTree
+from procgrade.engine.errors import InputError
+from procgrade.engine.exact import decimal_text
+from procgrade.engine.importers.base import Importer, Unit, register
+from procgrade.engine.importers.building import ImportedRun, Record, RunBuilder
+from procgrade.engine.importers.inspect_ai import shell_command
+from procgrade.engine.importers.shell import exit_code_from_text
+from procgrade.engine.importers.source_tree import SourceTree
 
 __all__ = ["DevAIImporter", "TRAJECTORY_SCHEMA"]
 

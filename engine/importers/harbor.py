@@ -76,12 +76,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine.errors import InputError
-from engine.exact import decimal_text
-from engine.importers.base import Importer, Unit, register
-from engine.importers.building import ImportedRun, Record, RunBuilder, timestamp
-from engine.importers.shell import exit_code_from_text
-from engine.importers.source_tree import SourceTree, strict_json
+from procgrade.engine.errors import InputError
+from procgrade.engine.exact import decimal_text
+from procgrade.engine.importers.base import Importer, Unit, register
+from procgrade.engine.importers.building import ImportedRun, Record, RunBuilder, timestamp
+from procgrade.engine.importers.shell import exit_code_from_text
+from procgrade.engine.importers.source_tree import SourceTree, strict_json
 
 __all__ = ["HarborImporter", "AtifImporter", "AtifReader", "reward_text", "actor_id"]
 

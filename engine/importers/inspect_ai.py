@@ -70,13 +70,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from engine.errors import InputError
-from engine.exact import decimal_text
-from engine.importers.base import Importer, Unit, register
-from engine.importers.building import ImportedRun, Record, RunBuilder, timestamp
-from engine.importers.shell import file_effects
-from engine.importers.source_tree import SourceTree, tree_of_bytes
-from engine.importers.test_runs import is_test_command, parse_test_counts
+from procgrade.engine.errors import InputError
+from procgrade.engine.exact import decimal_text
+from procgrade.engine.importers.base import Importer, Unit, register
+from procgrade.engine.importers.building import ImportedRun, Record, RunBuilder, timestamp
+from procgrade.engine.importers.shell import file_effects
+from procgrade.engine.importers.source_tree import SourceTree, tree_of_bytes
+from procgrade.engine.importers.test_runs import is_test_command, parse_test_counts
 
 __all__ = ["InspectImporter", "score_reward", "shell_command"]
 

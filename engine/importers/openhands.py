@@ -49,12 +49,12 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from engine.errors import InputError
-from engine.importers.base import Importer, Unit, register
-from engine.importers.building import ImportedRun, Record, RunBuilder, timestamp
-from engine.importers.provenance import Experiment, identify
-from engine.importers.shell import exit_code_from_text, file_effects
-from engine.importers.source_tree import SourceTree
+from procgrade.engine.errors import InputError
+from procgrade.engine.importers.base import Importer, Unit, register
+from procgrade.engine.importers.building import ImportedRun, Record, RunBuilder, timestamp
+from procgrade.engine.importers.provenance import Experiment, identify
+from procgrade.engine.importers.shell import exit_code_from_text, file_effects
+from procgrade.engine.importers.source_tree import SourceTree
 
 __all__ = ["OpenHandsImporter", "OpenHandsV1Importer"]
 

@@ -40,8 +40,8 @@ from typing import Any
 from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
 
-from engine.errors import InputError
-from engine.importers.source_tree import SourceTree
+from procgrade.engine.errors import InputError
+from procgrade.engine.importers.source_tree import SourceTree
 
 __all__ = ["Experiment", "Overrides", "experiment_of", "identify", "overrides", "current_overrides", "resolve",
            "qualified_native_id", "parse_labels"]

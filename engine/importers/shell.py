@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 import shlex
 
-from engine.importers.patches import FileEffect, patch_effects
+from procgrade.engine.importers.patches import FileEffect, patch_effects
 
 __all__ = ["FileEffect", "split_pipeline", "file_effects", "exit_code_from_text"]
 

@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from engine.errors import InputError
-from engine.json_guards import _KEY_TEXT, DuplicateKey, TooDeep, _may_repeat, nesting_error, pairs_without_duplicates
+from procgrade.engine.errors import InputError
+from procgrade.engine.json_guards import _KEY_TEXT, DuplicateKey, TooDeep, _may_repeat, nesting_error, pairs_without_duplicates
 
 __all__ = ["SourceTree", "JsonLine", "open_tree", "tree_of_bytes", "ARCHIVE_SUFFIXES", "strict_json", "refuse_unsafe_json"]
 
@@ -205,7 +205,7 @@ class SourceTree:
             handle = Path(source).open("rb")
         except OSError as exc:
             raise InputError(self.label(rel), None, None, f"cannot read: {exc.strerror or exc}") from exc
-        from engine.native import bounded_lines
+        from procgrade.engine.native import bounded_lines
 
         yield from bounded_lines(handle, self.label(rel))
 

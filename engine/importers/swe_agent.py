@@ -37,7 +37,7 @@ per test.
 run ids are ``<format>/<system>/<instance>``, the system being the experiment folder the
 archive names (``evaluation/<split>/<date>_<system>/trajs/...``, a folder with a
 ``metadata.yaml``, a SWE-agent run folder ``...__t-0.00__p-0.95__c-3.00...``; see
-:mod:`engine.importers.provenance`) or ``--system``; when neither is known, the raw model
+:mod:`procgrade.engine.importers.provenance`) or ``--system``; when neither is known, the raw model
 from the run's config qualifies the id instead (``swe-agent/gpt-4o/<instance>``).
 ``labels.system``/``split``/``benchmark``/``system_name`` record what the folders say.
 """
@@ -51,13 +51,13 @@ import shlex
 from collections.abc import Sequence
 from typing import Any
 
-from engine.errors import InputError
-from engine.exact import decimal_text
-from engine.importers.base import Importer, Unit, register
-from engine.importers.building import ImportedRun, Record, RunBuilder, timestamp
-from engine.importers.provenance import identify
-from engine.importers.shell import exit_code_from_text
-from engine.importers.source_tree import SourceTree, strict_json
+from procgrade.engine.errors import InputError
+from procgrade.engine.exact import decimal_text
+from procgrade.engine.importers.base import Importer, Unit, register
+from procgrade.engine.importers.building import ImportedRun, Record, RunBuilder, timestamp
+from procgrade.engine.importers.provenance import identify
+from procgrade.engine.importers.shell import exit_code_from_text
+from procgrade.engine.importers.source_tree import SourceTree, strict_json
 
 __all__ = ["SweAgentImporter", "MiniSweAgentImporter"]
 

@@ -26,14 +26,14 @@ What becomes what:
   that is not a list of strings is ``unparsed`` (the file is a plain log).
 - The agent's own process, when ``sessions/agent.cast`` holds Claude Code's
   ``--output-format stream-json`` (an installed ``claude-code`` agent): the cast's output
-  stream is read back as printed lines (:mod:`engine.importers.asciinema`: chunks joined,
+  stream is read back as printed lines (:mod:`procgrade.engine.importers.asciinema`: chunks joined,
   terminal escapes and overwritten text stripped), each line that starts a
   ``{"type"...`` object with a ``session_id`` is a record (re-joined with the following
   lines when the terminal wrapped it), cited as ``sessions/agent.cast:<cast line>`` (the
   cast line where it began; ``<line>.<k>`` for the k-th record begun on one line), timed
   from the cast's clock. The records go through the Claude Code mapping
-  (:func:`engine.importers.claude_code.emit_stream_json`): messages, commands and test
-  runs (with how each ended, :mod:`engine.importers.claude_code_bash`), file reads and
+  (:func:`procgrade.engine.importers.claude_code.emit_stream_json`): messages, commands and test
+  runs (with how each ended, :mod:`procgrade.engine.importers.claude_code_bash`), file reads and
   edits, delegations, the completion claim. They sit after the
   harness's launch keystrokes and before the test phase. A record cut off (the agent
   killed mid-write) is ``unparsed``; the keystrokes (``i`` events) are not read.
@@ -64,12 +64,12 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from engine.errors import InputError
-from engine.importers.asciinema import read_cast
-from engine.importers.base import Importer, Unit, register
-from engine.importers.building import ImportedRun, RunBuilder, timestamp
-from engine.importers.claude_code import StreamEnd, StreamProvenance, emit_stream_json, parse_line
-from engine.importers.source_tree import SourceTree
+from procgrade.engine.errors import InputError
+from procgrade.engine.importers.asciinema import read_cast
+from procgrade.engine.importers.base import Importer, Unit, register
+from procgrade.engine.importers.building import ImportedRun, RunBuilder, timestamp
+from procgrade.engine.importers.claude_code import StreamEnd, StreamProvenance, emit_stream_json, parse_line
+from procgrade.engine.importers.source_tree import SourceTree
 
 __all__ = ["TerminalBenchImporter"]
 

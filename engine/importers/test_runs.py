@@ -35,7 +35,7 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
-from engine.importers.shell import split_pipeline
+from procgrade.engine.importers.shell import split_pipeline
 
 __all__ = ["TestCounts", "ROLES", "command_role", "is_test_command", "is_reproduction_command", "parse_test_counts"]
 

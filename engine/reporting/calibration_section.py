@@ -1,4 +1,4 @@
-"""The report's calibration section, from :meth:`engine.analysis.calibration.Calibration.to_dict`.
+"""The report's calibration section, from :meth:`procgrade.engine.analysis.calibration.Calibration.to_dict`.
 
 Per layer: each candidate's agreement with the reference, over all runs and per group (agreement
 with its Clopper-Pearson interval, Cohen's kappa with its interval, Krippendorff's alpha, and for
@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from engine.reporting.charts import IntervalRow, interval_chart
-from engine.reporting.markup import NOT_AVAILABLE, esc, fmt_interval, fmt_num, fmt_pct, fmt_pct_interval
+from procgrade.engine.reporting.charts import IntervalRow, interval_chart
+from procgrade.engine.reporting.markup import NOT_AVAILABLE, esc, fmt_interval, fmt_num, fmt_pct, fmt_pct_interval
 
 __all__ = ["calibration_section"]
 

@@ -8,7 +8,7 @@ with a plotting library: each is a few dozen elements, the bytes are a pure func
 (no ids, dates or font subsets to pin down), labels stay real ``<text>`` (searchable, selectable,
 and escaped like all other text from logs), and the report needs no plotting dependency.
 
-Every label passes through :func:`~engine.reporting.markup.esc`; coordinates are printed with one
+Every label passes through :func:`~procgrade.engine.reporting.markup.esc`; coordinates are printed with one
 decimal. A chart with nothing to draw returns ``""`` and the caller says so in words.
 """
 
@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from engine.reporting.markup import esc
+from procgrade.engine.reporting.markup import esc
 
 __all__ = ["PALETTE", "BumpRow", "IntervalRow", "Point", "RunPoint", "bump_chart", "interval_chart", "jitter",
            "run_scatter", "scatter_chart"]

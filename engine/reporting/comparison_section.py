@@ -1,4 +1,4 @@
-"""The report's process-versus-outcome section, from :meth:`engine.analysis.comparison.Comparison.to_dict`:
+"""The report's process-versus-outcome section, from :meth:`procgrade.engine.analysis.comparison.Comparison.to_dict`:
 the per-group table (process score, pass@1 and plan pass rate with their intervals, both ranks), the
 rank agreement (Kendall tau-b and Spearman rho with their bootstrap intervals), the rank flips with
 the rules that drive them, and three charts: process score against pass@1, the rank bump chart,
@@ -10,8 +10,8 @@ from collections.abc import Mapping, Sequence
 from fractions import Fraction
 from typing import Any
 
-from engine.reporting.charts import BumpRow, IntervalRow, Point, bump_chart, interval_chart, scatter_chart
-from engine.reporting.markup import NOT_AVAILABLE, esc, fmt_num, fmt_pct
+from procgrade.engine.reporting.charts import BumpRow, IntervalRow, Point, bump_chart, interval_chart, scatter_chart
+from procgrade.engine.reporting.markup import NOT_AVAILABLE, esc, fmt_num, fmt_pct
 
 __all__ = ["comparison_section"]
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from engine.analysis.graded_runs import Selection
-from engine.reporting.markup import NOT_AVAILABLE, esc, fmt_num
+from procgrade.engine.analysis.graded_runs import Selection
+from procgrade.engine.reporting.markup import NOT_AVAILABLE, esc, fmt_num
 
 __all__ = ["headline_section"]
 

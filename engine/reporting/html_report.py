@@ -8,8 +8,8 @@ Content-Security-Policy forbids every fetch, so it opens the same from a file, a
 attachment or an artifact store. The bytes depend only on the data (and on ``generated``, when
 a caller passes a time to print): the same store and rule set give the same page.
 
-The comparison and the calibration come from :mod:`engine.analysis.comparison` and
-:mod:`engine.analysis.calibration`; when either is not installed, or the data cannot support
+The comparison and the calibration come from :mod:`procgrade.engine.analysis.comparison` and
+:mod:`procgrade.engine.analysis.calibration`; when either is not installed, or the data cannot support
 it (no verdicts, no shared grades), its section says so and the rest of the page is unchanged.
 """
 
@@ -21,21 +21,21 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from engine.analysis.dataset import GROUPING_FIELDS, NOT_GRADED, RunView, group_key, load_runs
-from engine.analysis.graded_runs import Selection, select_graded
-from engine.errors import ProcgradeError
-from engine.reporting.calibration_section import calibration_section
-from engine.reporting.comparison_section import comparison_section
-from engine.reporting.charts import RunPoint, jitter, run_scatter
-from engine.reporting.headline import headline_section
-from engine.reporting.markup import NOT_AVAILABLE, esc, fmt_num, run_label
-from engine.reporting.rules_section import rules_section, suppressed_notes
-from engine.reporting.run_pages import run_anchor, run_page, run_sections
-from engine.store import EventStore
-from engine.version import __version__ as ENGINE_VERSION
-from rules.identity import ruleset_hash
-from rules.loading import load_ruleset
-from rules.model import RuleSet
+from procgrade.engine.analysis.dataset import GROUPING_FIELDS, NOT_GRADED, RunView, group_key, load_runs
+from procgrade.engine.analysis.graded_runs import Selection, select_graded
+from procgrade.engine.errors import ProcgradeError
+from procgrade.engine.reporting.calibration_section import calibration_section
+from procgrade.engine.reporting.comparison_section import comparison_section
+from procgrade.engine.reporting.charts import RunPoint, jitter, run_scatter
+from procgrade.engine.reporting.headline import headline_section
+from procgrade.engine.reporting.markup import NOT_AVAILABLE, esc, fmt_num, run_label
+from procgrade.engine.reporting.rules_section import rules_section, suppressed_notes
+from procgrade.engine.reporting.run_pages import run_anchor, run_page, run_sections
+from procgrade.engine.store import EventStore
+from procgrade.engine.version import __version__ as ENGINE_VERSION
+from procgrade.rules.identity import ruleset_hash
+from procgrade.rules.loading import load_ruleset
+from procgrade.rules.model import RuleSet
 
 __all__ = ["Report", "ReportError", "build_report", "render_report", "write_report"]
 
@@ -115,7 +115,7 @@ def _analysis(module: str, function: str) -> Callable[..., Any] | str:
 def _has_grades(views: Sequence[RunView], grader: str) -> bool:
     """Whether ``grader`` has labels to calibrate: ``rules`` always (they come from the process
     score); ``human``/``judge`` any grade by that class of actors; another name, a grade by
-    that actor or from that sheet (the selection :mod:`engine.analysis.calibration` makes)."""
+    that actor or from that sheet (the selection :mod:`procgrade.engine.analysis.calibration` makes)."""
     if grader == "rules":
         return True
     for view in views:
@@ -171,7 +171,7 @@ def _not_graded(selection: Selection) -> str:
 
 def _association(views: list[RunView], by: str, *, seed: int, resamples: int | None, min_coverage: Any,
                  identity: Any) -> tuple[Any, str | None]:
-    associate = _analysis("engine.analysis.association", "associate")
+    associate = _analysis("procgrade.engine.analysis.association", "associate")
     if isinstance(associate, str):
         return None, associate
     extra = {} if resamples is None else {"n_resamples": resamples}
@@ -196,7 +196,7 @@ def _human_grade(view: RunView) -> tuple[float, int | None, int | None] | None:
 
 
 def _run_scatters(selection: Selection, by: str, identity: Any) -> str:
-    from engine.analysis.association import resolved
+    from procgrade.engine.analysis.association import resolved
 
     outcome_points, grade_points = [], []
     grade_values: list[float] = []
@@ -254,8 +254,8 @@ def _figure_html(svg: str, caption: str, chart_id: str) -> str:
 def _comparison(views: list[RunView], by: str, ruleset: RuleSet, *, allow_mixed: bool, seed: int,
                 resamples: int | None, min_coverage: Any = None,
                 identity: Any = None) -> tuple[dict[str, Any] | None, str | None]:
-    """:func:`engine.analysis.comparison.compare`'s plain data, or why there is none."""
-    compare = _analysis("engine.analysis.comparison", "compare")
+    """:func:`procgrade.engine.analysis.comparison.compare`'s plain data, or why there is none."""
+    compare = _analysis("procgrade.engine.analysis.comparison", "compare")
     if isinstance(compare, str):
         return None, compare
     extra = {} if resamples is None else {"n_resamples": resamples}
@@ -269,9 +269,9 @@ def _comparison(views: list[RunView], by: str, ruleset: RuleSet, *, allow_mixed:
 def _calibration(views: list[RunView], by: str, reference: str, candidates: Sequence[str], *, seed: int,
                  resamples: int | None, min_coverage: Any = None,
                  identity: Any = None) -> tuple[dict[str, Any] | None, str | None]:
-    """:func:`engine.analysis.calibration.calibrate`'s plain data over the candidates that graded
+    """:func:`procgrade.engine.analysis.calibration.calibrate`'s plain data over the candidates that graded
     something, or why there is none."""
-    calibrate = _analysis("engine.analysis.calibration", "calibrate")
+    calibrate = _analysis("procgrade.engine.analysis.calibration", "calibrate")
     if isinstance(calibrate, str):
         return None, calibrate
     if reference == "rules" or not _has_grades(views, reference):

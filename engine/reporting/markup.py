@@ -14,8 +14,8 @@ import re
 from fractions import Fraction
 from typing import Any
 
-from engine.analysis.outcome_metrics import format_percent
-from engine.scoring import display
+from procgrade.engine.analysis.outcome_metrics import format_percent
+from procgrade.engine.scoring import display
 
 __all__ = ["NOT_AVAILABLE", "anchor", "esc", "fmt_interval", "fmt_num", "fmt_pct", "fmt_pct_interval", "run_label",
            "short_run_id"]
@@ -43,7 +43,7 @@ def _finite(value: Any) -> float | None:
 
 def fmt_num(value: Any, digits: int = 3) -> str:
     """A number with ``digits`` decimals (``-`` when missing); exact rationals are rounded here only,
-    half-even like :func:`engine.scoring.display`."""
+    half-even like :func:`procgrade.engine.scoring.display`."""
     if isinstance(value, bool):
         return "yes" if value else "no"
     if isinstance(value, int):

@@ -1,4 +1,4 @@
-"""The report's "rules and outcome" section, from :class:`engine.analysis.association.Association`: which
+"""The report's "rules and outcome" section, from :class:`procgrade.engine.analysis.association.Association`: which
 rules applied where and how often they flagged a run (per group), which of them predict resolution (violation
 rate in resolved vs unresolved runs, odds ratio with its exact interval, pooled with Mantel-Haenszel), and how
 well the process score separates resolved from unresolved runs (AUC). Suppressed statistics say why."""
@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from engine.reporting.markup import NOT_AVAILABLE, esc, fmt_num
+from procgrade.engine.reporting.markup import NOT_AVAILABLE, esc, fmt_num
 
 __all__ = ["rules_section", "suppressed_notes"]
 

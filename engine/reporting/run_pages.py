@@ -2,7 +2,7 @@
 they cite.
 
 :func:`run_page` gathers the plain data (what ``procgrade show`` and ``procgrade explain`` print:
-each event described by :func:`engine.timeline.describe`, and the findings of the rule set's
+each event described by :func:`procgrade.engine.timeline.describe`, and the findings of the rule set's
 monitor with the seqs that decided them); :func:`run_section` renders it as one ``<section>`` of
 the report, ``id`` :func:`run_anchor`, each event row ``id`` :func:`event_anchor`, so findings and
 the report's other tables link straight to the events they are about.
@@ -14,12 +14,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 
-from engine.analysis.dataset import NOT_GRADED
-from engine.reporting.markup import anchor, esc, fmt_num
-from engine.rescoring import run_findings
-from engine.store import EventStore
-from engine.timeline import describe
-from rules.model import RuleSet
+from procgrade.engine.analysis.dataset import NOT_GRADED
+from procgrade.engine.reporting.markup import anchor, esc, fmt_num
+from procgrade.engine.rescoring import run_findings
+from procgrade.engine.store import EventStore
+from procgrade.engine.timeline import describe
+from procgrade.rules.model import RuleSet
 
 __all__ = [
     "RuleSummary",

@@ -7,9 +7,9 @@ from sqlalchemy import Engine
 
 from sqlalchemy.engine import make_url
 
-from engine.store.base import AppendResult, EventStore, RunInfo
-from engine.store.location import connection_problem, resolve_url
-from engine.store.migrate import check_ready, current_revision, head_revision, upgrade
+from procgrade.engine.store.base import AppendResult, EventStore, RunInfo
+from procgrade.engine.store.location import connection_problem, resolve_url
+from procgrade.engine.store.migrate import check_ready, current_revision, head_revision, upgrade
 
 __all__ = [
     "AppendResult",
@@ -26,18 +26,18 @@ DEFAULT_DB = "sqlite:///procgrade.db"
 
 def normalize_url(url: str, *, create: bool = True) -> str:
     """Accept SQLAlchemy URLs, ``postgresql://`` (uses psycopg 3) and bare SQLite file paths, checked
-    before use (:func:`engine.store.location.resolve_url`; ``create=False``: the SQLite file must exist)."""
+    before use (:func:`procgrade.engine.store.location.resolve_url`; ``create=False``: the SQLite file must exist)."""
     return resolve_url(url, create=create)
 
 
 def _store_class(url: str) -> tuple[type[EventStore], Callable[[str], Engine]]:
     dialect = make_url(url).get_backend_name()
     if dialect == "sqlite":
-        from engine.store.sqlite import SQLiteEventStore, sqlite_engine
+        from procgrade.engine.store.sqlite import SQLiteEventStore, sqlite_engine
 
         return SQLiteEventStore, sqlite_engine
     if dialect == "postgresql":
-        from engine.store.postgres import PostgresEventStore, postgres_engine
+        from procgrade.engine.store.postgres import PostgresEventStore, postgres_engine
 
         return PostgresEventStore, postgres_engine
     raise ValueError(f"unsupported database {dialect!r}: use sqlite:///FILE or postgresql://...")

@@ -22,19 +22,19 @@ from typing import Any
 
 from sqlalchemy import Engine, select
 
-from engine.chain import GENESIS
-from engine.errors import (
+from procgrade.engine.chain import GENESIS
+from procgrade.engine.errors import (
     EventIdConflictError,
     RunSealedError,
     SeqConflictError,
     StoreError,
     UnknownRunError,
 )
-from engine.events import Event, RunStarted
-from engine.store.schema import events as events_table
-from engine.store.schema import runs as runs_table
-from engine.stages import StageConflict, StageTracker, tracker_after
-from engine.stored import STORED_COLUMNS, StoredEvent, to_event, to_stored
+from procgrade.engine.events import Event, RunStarted
+from procgrade.engine.store.schema import events as events_table
+from procgrade.engine.store.schema import runs as runs_table
+from procgrade.engine.stages import StageConflict, StageTracker, tracker_after
+from procgrade.engine.stored import STORED_COLUMNS, StoredEvent, to_event, to_stored
 
 __all__ = ["EventStore", "RunInfo", "AppendResult"]
 
@@ -288,7 +288,7 @@ class EventStore:
         """One transaction on a driver cursor, the store's only write path: every procgrade
         writer of a database queues on one lock first (see ``_begin``), so writers never
         deadlock; driver errors leave as one-line :class:`StoreError`s."""
-        from engine.store.database_errors import translate
+        from procgrade.engine.store.database_errors import translate
 
         raw = self.engine.raw_connection()
         try:

@@ -14,7 +14,7 @@ from typing import Any
 
 from sqlalchemy import Engine, event
 
-from engine.errors import SchemaNotReadyError, StoreError
+from procgrade.engine.errors import SchemaNotReadyError, StoreError
 
 __all__ = ["translate", "install", "is_busy"]
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError
 
-from engine.errors import DatabaseUnavailableError, MissingExtraError, SchemaNotReadyError
+from procgrade.engine.errors import DatabaseUnavailableError, MissingExtraError, SchemaNotReadyError
 
 __all__ = ["resolve_url", "connection_problem", "shown", "sqlite_path"]
 

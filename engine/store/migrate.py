@@ -10,8 +10,8 @@ from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import Engine
 
-import migrations
-from engine.errors import SchemaNotReadyError
+from procgrade import migrations
+from procgrade.engine.errors import SchemaNotReadyError
 
 __all__ = ["alembic_config", "upgrade", "current_revision", "head_revision", "check_ready"]
 

@@ -12,11 +12,11 @@ from typing import Any
 from sqlalchemy import Engine, create_engine
 from sqlalchemy.engine import make_url
 
-from engine.errors import UnknownRunError
-from engine.store.database_errors import install as install_error_translation
-from engine.facts import FACT_COLUMNS
-from engine.store.base import EventStore, RunInfo
-from engine.stored import STORED_COLUMNS
+from procgrade.engine.errors import UnknownRunError
+from procgrade.engine.store.database_errors import install as install_error_translation
+from procgrade.engine.facts import FACT_COLUMNS
+from procgrade.engine.store.base import EventStore, RunInfo
+from procgrade.engine.stored import STORED_COLUMNS
 
 _TEXT_OR_INT = {"text": "text", "int": "int8"}
 _COPY_TYPES = (

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from sqlalchemy import BigInteger, Column, ForeignKey, Integer, MetaData, PrimaryKeyConstraint, Table, Text
 
-from engine.facts import FACT_COLUMNS
+from procgrade.engine.facts import FACT_COLUMNS
 
 metadata = MetaData()
 

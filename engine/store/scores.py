@@ -14,11 +14,11 @@ from typing import Any
 
 from sqlalchemy import select
 
-from engine.errors import ScoreDriftError, UnknownRunError
-from engine.facts import FACT_COLUMNS
-from engine.store.base import EventStore
-from engine.store.schema import rulesets as rulesets_table
-from engine.store.schema import scores as scores_table
+from procgrade.engine.errors import ScoreDriftError, UnknownRunError
+from procgrade.engine.facts import FACT_COLUMNS
+from procgrade.engine.store.base import EventStore
+from procgrade.engine.store.schema import rulesets as rulesets_table
+from procgrade.engine.store.schema import scores as scores_table
 
 __all__ = ["StoredScore", "ScoreStore", "FACT_ROW_COLUMNS"]
 
@@ -55,7 +55,7 @@ class ScoreStore:
         if upto is not None:
             query += f" AND seq < {param}"
             params += (upto,)
-        from engine.store.database_errors import translate
+        from procgrade.engine.store.database_errors import translate
 
         raw = self.engine.raw_connection()
         try:

@@ -7,10 +7,10 @@ from typing import Any
 
 from sqlalchemy import Engine, create_engine, event
 
-from engine.errors import UnknownRunError
-from engine.store.database_errors import install as install_error_translation
-from engine.store.base import EventStore, RunInfo
-from engine.stored import STORED_COLUMNS
+from procgrade.engine.errors import UnknownRunError
+from procgrade.engine.store.database_errors import install as install_error_translation
+from procgrade.engine.store.base import EventStore, RunInfo
+from procgrade.engine.stored import STORED_COLUMNS
 
 _INSERT = f"INSERT INTO events ({', '.join(STORED_COLUMNS)}) VALUES ({', '.join('?' * len(STORED_COLUMNS))})"
 

@@ -48,9 +48,9 @@ def upgrade() -> None:
 
 
 def _backfill(bind: sa.engine.Connection) -> None:
-    from engine.facts import FACT_COLUMNS, extract_facts
-    from engine.stages import StageTracker
-    from engine.stored import to_event
+    from procgrade.engine.facts import FACT_COLUMNS, extract_facts
+    from procgrade.engine.stages import StageTracker
+    from procgrade.engine.stored import to_event
 
     names = [name for name, _ in _NEW_COLUMNS]
     positions = [list(FACT_COLUMNS).index(name) for name in names]
