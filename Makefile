@@ -10,7 +10,7 @@ DEMO_TB_DB ?= sqlite:///procgrade-tb.db
 DEMO_TB_REPORT ?= procgrade-tb-report.html
 DEMO_TB := tests/fixtures/imports/terminal-bench-claude-code
 
-.PHONY: demo test bench-ingest bench-rescore bench-import bench-huge-run clean
+.PHONY: demo test bench-ingest bench-rescore bench-import bench-huge-run bench-scale clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -79,6 +79,9 @@ bench-ingest: $(VENV)/.installed-dev
 
 bench-rescore: $(VENV)/.installed-dev
 	$(BIN)/python bench/rescore.py
+
+bench-scale: $(VENV)/.installed-dev
+	$(BIN)/python bench/scale.py
 
 bench-import: $(VENV)/.installed-dev
 	$(BIN)/python bench/imports.py

@@ -31,6 +31,10 @@ app = typer.Typer(
 )
 schema_app = typer.Typer(help="Print the JSON Schema of procgrade's input formats.", no_args_is_help=True)
 app.add_typer(schema_app, name="schema")
+# Columnar archives and the executor options (issue 18): engine/archive_cli.py.
+from procgrade.engine.archive_cli import AddressOption, ExecutorOption, WorkersOption, archive_app, events_progress, executor_from  # noqa: E402
+
+app.add_typer(archive_app, name="archive")
 
 # Piped output (CI logs, files) gets wide tables instead of rich's 80-column default.
 out = Console(highlight=False, soft_wrap=True, width=None if sys.stdout.isatty() else 200)
@@ -282,17 +286,22 @@ RulesOption = Annotated[
 def score(
     run_ids: Annotated[list[str], typer.Argument(help="Runs to score.", show_default=False)],
     rules: RulesOption = None,
+    executor: ExecutorOption = "local",
+    workers: WorkersOption = 1,
+    address: AddressOption = None,
     db: DbOption = DEFAULT_DB,
 ) -> None:
     """Score runs with a rule set and store the score documents (identical re-scores are no-ops)."""
-    from procgrade.engine import api
     from procgrade.engine.cli_errors import on_interrupt
+    from procgrade.engine.parallel_scoring import score_many
     from procgrade.rules.loading import load_ruleset
 
     ruleset = load_ruleset(rules)
     stored: list[str] = []
-    with on_interrupt(lambda: _scores_stored(stored, len(set(run_ids)), "score RUN...")), _store(db) as store:
-        outcomes = api.score(store, run_ids, rules=ruleset, progress=stored.append)
+    with on_interrupt(lambda: _scores_stored(stored, len(set(run_ids)), "score RUN...")), _store(db) as store, \
+            executor_from(executor, workers, address) as runner:
+        outcomes = score_many(store, run_ids, ruleset, executor=runner,
+                              on_outcome=lambda outcome: stored.append(outcome.document.run_id))
     _print_scores(outcomes, ruleset.name)
 
 
@@ -327,48 +336,54 @@ def _print_scores(outcomes: list, ruleset_name: str) -> None:
 def rescore(
     all_runs: Annotated[bool, typer.Option("--all", help="Re-score every stored run.")] = False,
     rules: RulesOption = None,
-    workers: Annotated[int, typer.Option("--workers", min=1, help="Processes to score with; output does not depend on it.")] = 1,
+    from_archive: Annotated[Optional[str], typer.Option(
+        "--from-archive", help="Read fact rows from this columnar archive (path or URL), not the store; "
+                               "--all then means every archived run.")] = None,
+    executor: ExecutorOption = "local",
+    workers: WorkersOption = 1,
+    address: AddressOption = None,
     db: DbOption = DEFAULT_DB,
 ) -> None:
     """Re-score stored runs; a new rule set adds scores and never replaces old ones."""
-    from rich.progress import Progress
-
-    from procgrade.engine import api
     from procgrade.engine.cli_errors import on_interrupt
+    from procgrade.engine.parallel_scoring import score_many
     from procgrade.rules.loading import load_ruleset
 
     if not all_runs:
         _fail("procgrade rescore: say which runs: --all (or use `procgrade score RUN...`)", 2)
     ruleset = load_ruleset(rules)
     stored: list[str] = []
-    runs_held: list[int] = []
-    with on_interrupt(lambda: _scores_stored(stored, runs_held[0] if runs_held else None, "rescore --all")), \
-            _store(db) as store:
-        runs_held.append(len(store.runs()))
-        with Progress(console=err, transient=True) as progress:
-            task = progress.add_task("scoring", total=runs_held[0])
+    planned: list[int] = []
 
-            def advance(run_id: str) -> None:
-                stored.append(run_id)
-                progress.advance(task)
+    def plan_and_count(runs: int, events: int) -> None:
+        planned.append(runs)
+        plan(runs, events)
 
-            outcomes = api.rescore(store, rules=ruleset, workers=workers, progress=advance)
+    with on_interrupt(lambda: _scores_stored(stored, planned[0] if planned else None, "rescore --all")), \
+            _store(db) as store, executor_from(executor, workers, address) as runner, \
+            events_progress("scoring") as (plan, advance):
+        outcomes = score_many(store, None, ruleset, executor=runner, archive=from_archive,
+                              on_events=advance, on_plan=plan_and_count,
+                              on_outcome=lambda outcome: stored.append(outcome.document.run_id))
     _print_scores(outcomes, ruleset.name)
 
 
 @app.command("verify")
 def verify_command(
     run_ids: Annotated[Optional[list[str]], typer.Argument(help="Runs whose stored scores to check (default: all).")] = None,
+    executor: ExecutorOption = "local",
+    workers: WorkersOption = 1,
+    address: AddressOption = None,
     db: DbOption = DEFAULT_DB,
 ) -> None:
     """Recompute every stored score and byte-compare; exit 1 naming any drift."""
-    from procgrade.engine.rescoring import verify_scores
+    from procgrade.engine.parallel_scoring import verify_many
 
     from procgrade.engine.integrity import integrity_problems
 
-    with _store(db) as store:
+    with _store(db) as store, executor_from(executor, workers, address) as runner:
         problems = integrity_problems(store, run_ids)
-        checked, drifts = verify_scores(store, run_ids)
+        checked, drifts = verify_many(store, run_ids, executor=runner)
     for problem in problems:
         err.print(str(problem), markup=False)
     for drift in drifts:

@@ -1,0 +1,314 @@
+"""Score, re-score and verify many runs through an executor, from the store or an archive.
+
+Workers only compute: each task reads its chunk of runs' fact rows (from the store at a
+URL, or from a columnar archive) and returns the canonical score documents. The driver is
+the one writer: it stores the documents in run order as tasks come back in task order, so
+the rows written never depend on the executor, the chunking, the worker count or on a
+retried task (a retry's result replaces the lost one; it is never seen twice). Stores
+are idempotent besides: an identical document already stored is a no-op.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+import orjson
+
+from procgrade.engine.canonical import canonical_json
+from procgrade.engine.errors import InputError, ProcgradeError
+from procgrade.engine.interrupts import deferred_interrupt
+from procgrade.engine.executors import Executor, LocalExecutor, plan_chunks
+from procgrade.engine.rescoring import Drift, ScoreOutcome, ruleset_from_body
+from procgrade.engine.scoring import ScoreDocument, score_run
+from procgrade.engine.store import EventStore, open_store
+from procgrade.engine.store.scores import ScoreStore, StoredScore
+from procgrade.engine.version import __version__ as ENGINE_VERSION
+from procgrade.rules.identity import ruleset_document, ruleset_hash
+from procgrade.rules.model import RuleSet
+
+__all__ = ["FactSource", "score_many", "verify_many", "verify_archive_many"]
+
+#: (run id, head hash, event count): what a task needs to know of a run it scores.
+RunHead = tuple[str, str, int]
+
+
+@dataclass(frozen=True)
+class FactSource:
+    """Where workers read fact rows: ``store`` (a database URL) or ``archive`` (a path or URL)."""
+
+    kind: str
+    location: str
+
+    def open(self) -> Any:
+        if self.kind == "store":
+            return _StoreFacts(open_store(self.location))
+        if self.kind == "archive":
+            from procgrade.engine.archive import open_archive
+
+            return open_archive(self.location)
+        raise ValueError(self.kind)
+
+
+class _StoreFacts:
+    def __init__(self, store: EventStore) -> None:
+        self.store = store
+        self.scores = ScoreStore(store)
+
+    def fact_batches(self, run_id: str, *, upto: int | None = None) -> Any:
+        return self.scores.fact_batches(run_id, upto=upto)
+
+    def hash_at(self, run_id: str, seq: int) -> str | None:
+        return self.store.hash_at(run_id, seq)
+
+    def close(self) -> None:
+        self.store.close()
+
+
+def store_source(store: EventStore) -> FactSource:
+    return FactSource("store", store.engine.url.render_as_string(hide_password=False))
+
+
+# --- tasks (run in workers) --------------------------------------------------------------------
+
+
+def score_task(source: FactSource, body: str, runs: list[RunHead]) -> list[tuple[str, str, int, bytes]]:
+    """Score documents of ``runs`` (each at its given length), canonical bytes only."""
+    ruleset = ruleset_from_body(body)
+    digest = ruleset_hash(ruleset)
+    facts = source.open()
+    try:
+        out = []
+        for run_id, head, count in runs:
+            document = score_run(ruleset, facts.fact_batches(run_id, upto=count), run_id=run_id,
+                                 head_hash=head, event_count=count, ruleset_digest=digest)
+            out.append((run_id, head, count, document.canonical))
+        return out
+    finally:
+        facts.close()
+
+
+def verify_task(source: FactSource, bodies: dict[str, str], items: list[tuple[str, str, int]]) -> list[bytes]:
+    """Recompute stored scores: ``items`` are (run id, rule-set hash, scored length)."""
+    facts = source.open()
+    rulesets = {digest: ruleset_from_body(body) for digest, body in bodies.items()}
+    try:
+        out = []
+        for run_id, digest, count in items:
+            head = facts.hash_at(run_id, count - 1) if count else ""
+            document = score_run(rulesets[digest], facts.fact_batches(run_id, upto=count), run_id=run_id,
+                                 head_hash=head or "", event_count=count, ruleset_digest=digest)
+            out.append(document.canonical)
+        return out
+    finally:
+        facts.close()
+
+
+def verify_archive_task(location: str, run_ids: list[str]) -> list[tuple[str, int, list[str]]]:
+    from procgrade.engine.archive import open_archive, verify_archived_run
+
+    archive = open_archive(location)
+    return [(r.run_id, r.events_checked, r.problems)
+            for r in (verify_archived_run(archive, run_id) for run_id in run_ids)]
+
+
+# --- drivers (the one writer) ------------------------------------------------------------------
+
+
+def document_from_canonical(canonical: bytes, digest: str) -> ScoreDocument:
+    """Rebuild a worker's document in the driver (the canonical bytes travel unchanged)."""
+    body = orjson.loads(canonical)
+    score = body["process_score"]
+    value = None if score is None else Fraction(int(score["num"]), int(score["den"]))
+    return ScoreDocument(body["run_id"], digest, ENGINE_VERSION, body["run_head_hash"], body["run_event_count"],
+                         value, body, canonical)
+
+
+def score_many(store: EventStore, run_ids: Sequence[str] | None, ruleset: RuleSet, *,
+               executor: Executor | None = None, archive: str | None = None,
+               on_events: Callable[[int], None] | None = None,
+               on_plan: Callable[[int, int], None] | None = None,
+               on_outcome: Callable[[ScoreOutcome], None] | None = None,
+               collect: bool = True) -> list[ScoreOutcome]:
+    """Score ``run_ids`` (default: every run of the archive, or of the store) and store the
+    documents in run order. With ``archive``, fact rows come from the archive; the store
+    must hold each run at the archived head (the scores table refers to its runs).
+
+    ``on_plan(runs, events)`` is told the work before it starts; ``on_events(n)`` as it is done;
+    ``on_outcome`` each stored document, in run order. ``collect=False`` returns nothing, so the
+    driver's memory does not grow with the archive (a parsed document is ~90 KB)."""
+    executor = executor or LocalExecutor()
+    scores = ScoreStore(store)
+    digest = ruleset_hash(ruleset)
+    body = canonical_json(ruleset_document(ruleset)).decode()
+    heads = _archive_heads(store, archive, run_ids) if archive else _store_heads(store, run_ids)
+    scores.save_ruleset(digest, ruleset.name, ruleset.version, body)
+    source = FactSource("archive", archive) if archive else store_source(store)
+    weights = [max(1, count) for _, _, count in heads]
+    if on_plan is not None:
+        on_plan(len(heads), sum(count for _, _, count in heads))
+    chunks = plan_chunks(heads, weights, executor.workers)
+    tasks = [(source, body, chunk) for chunk in chunks]
+    chunk_weights = [sum(max(1, count) for _, _, count in chunk) for chunk in chunks]
+    outcomes: list[ScoreOutcome] = []
+    for results in executor.map(score_task, tasks, weights=chunk_weights, on_done=on_events):
+        documents = [document_from_canonical(canonical, digest) for _, _, _, canonical in results]
+        rows = [StoredScore(run_id, digest, document.engine_version, head, count,
+                            _score_text(document.process_score), canonical.decode(), document.sha256)
+                for (run_id, head, count, canonical), document in zip(results, documents)]
+        # a Ctrl-C waits until the task's documents are stored and told: what the caller counts is
+        # exactly what the store holds
+        with deferred_interrupt():
+            written = store_scores(store, rows)
+            for document, new in zip(documents, written):
+                outcome = ScoreOutcome(document, new)
+                if on_outcome is not None:
+                    on_outcome(outcome)
+                if collect:
+                    outcomes.append(outcome)
+    return outcomes
+
+
+_SCORE_COLUMNS = ("run_id", "ruleset_hash", "engine_version", "run_head_hash", "run_event_count", "process_score",
+                  "document", "document_sha256")
+_KEY = "run_id = ? AND ruleset_hash = ? AND engine_version = ? AND run_head_hash = ?"
+
+
+def store_scores(store: EventStore, rows: Sequence[StoredScore]) -> list[bool]:
+    """Store a task's documents in one transaction (one commit per task, not per run: the
+    single writer's cost is what a cluster's speed comes down to). Idempotent, also for many
+    concurrent writers: a key already stored (looked up under the write lock) is skipped and
+    must hold the same bytes, else :class:`ScoreDriftError` and nothing of the
+    batch is written. Returns, per row, whether it was new."""
+    from procgrade.engine.errors import ScoreDriftError
+
+    sql = store._sql
+    # Look before inserting, under the store's write lock (which serialises writers on both
+    # databases): the overwrite guards (revision 0005) refuse any insert over a held key on
+    # SQLite, an ON CONFLICT clause included.
+    insert = sql(f"INSERT INTO scores ({', '.join(_SCORE_COLUMNS)}) VALUES ({', '.join('?' * len(_SCORE_COLUMNS))})")
+    written = []
+    with store._write_transaction() as tx:
+        for row in rows:
+            tx.execute(sql(f"SELECT document_sha256 FROM scores WHERE {_KEY}"),
+                       (row.run_id, row.ruleset_hash, row.engine_version, row.run_head_hash))
+            held = tx.fetchone()
+            if held is None:
+                tx.execute(insert, tuple(getattr(row, name) for name in _SCORE_COLUMNS))
+                written.append(True)
+                continue
+            stored = held[0]
+            if stored != row.document_sha256:
+                raise ScoreDriftError(
+                    f"run {row.run_id}: the score under rule set {row.ruleset_hash[:16]} differs from the stored "
+                    f"one (stored {stored[:16]}, now {row.document_sha256[:16]})", run_id=row.run_id)
+            written.append(False)
+    return written
+
+
+def _score_text(value: Fraction | None) -> str | None:
+    return None if value is None else f"{value.numerator}/{value.denominator}"
+
+
+def _store_heads(store: EventStore, run_ids: Sequence[str] | None) -> list[RunHead]:
+    if run_ids is None:
+        infos = store.runs()
+    else:
+        infos = [store.run(run_id) for run_id in sorted(set(run_ids))]  # unknown runs fail before any work
+    return [(info.run_id, info.head_hash or "", info.event_count) for info in infos]
+
+
+def _archive_heads(store: EventStore, location: str, run_ids: Sequence[str] | None) -> list[RunHead]:
+    from procgrade.engine.archive import open_archive
+
+    archive = open_archive(location)
+    runs = archive.runs if run_ids is None else [archive.run(run_id) for run_id in sorted(set(run_ids))]
+    held = {info.run_id: info for info in store.runs()}  # one query, not one per run
+    heads = []
+    for run in runs:
+        info = held.get(run.run_id) or store.run(run.run_id)  # an unknown run: UnknownRunError
+        if info.sealed_head_hash != run.head_hash:
+            raise InputError(location, None, f"run {run.run_id}", f"archived at head {run.head_hash[:16]}, "
+                             f"the store holds it at {str(info.sealed_head_hash or info.head_hash)[:16]}")
+        heads.append((run.run_id, run.head_hash, run.event_count))
+    return heads
+
+
+def verify_many(store: EventStore, run_ids: Sequence[str] | None = None, *, executor: Executor | None = None,
+                archive: str | None = None,
+                on_events: Callable[[int], None] | None = None) -> tuple[int, list[Drift]]:
+    """Recompute every stored score (of ``run_ids``, default all) through ``executor`` and
+    byte-compare with the stored document; return (checked, drifts) in the store's order."""
+    executor = executor or LocalExecutor()
+    scores = ScoreStore(store)
+    wanted = None if run_ids is None else set(run_ids)
+    if wanted is not None:
+        for run_id in sorted(wanted):
+            store.run(run_id)
+    stored = [s for s in scores.scores() if wanted is None or s.run_id in wanted]
+    drifts: dict[int, Drift] = {}
+    bodies: dict[str, str] = {}
+    problems: dict[str, str] = {}
+    todo: list[tuple[int, StoredScore]] = []
+    for i, score in enumerate(stored):
+        if score.engine_version != ENGINE_VERSION:
+            drifts[i] = Drift(score.run_id, score.ruleset_hash, f"scored by engine {score.engine_version}; this is "
+                              f"{ENGINE_VERSION}: verify with that version")
+            continue
+        if score.ruleset_hash not in bodies and score.ruleset_hash not in problems:
+            try:
+                body = scores.ruleset_body(score.ruleset_hash)
+                if ruleset_hash(ruleset_from_body(body)) != score.ruleset_hash:
+                    raise ProcgradeError("the stored rule set no longer hashes to its key")
+                bodies[score.ruleset_hash] = body
+            except ProcgradeError as exc:
+                problems[score.ruleset_hash] = str(exc)
+        if score.ruleset_hash in problems:
+            drifts[i] = Drift(score.run_id, score.ruleset_hash, problems[score.ruleset_hash])
+            continue
+        todo.append((i, score))
+    source = FactSource("archive", archive) if archive else store_source(store)
+    weights = [max(1, s.run_event_count) for _, s in todo]
+    chunks = plan_chunks(todo, weights, executor.workers)
+    tasks = [(source, {s.ruleset_hash: bodies[s.ruleset_hash] for _, s in chunk},
+              [(s.run_id, s.ruleset_hash, s.run_event_count) for _, s in chunk]) for chunk in chunks]
+    chunk_weights = [sum(max(1, s.run_event_count) for _, s in chunk) for chunk in chunks]
+    from procgrade.engine.canonical import sha256_hex
+
+    for chunk, results in zip(chunks, executor.map(verify_task, tasks, weights=chunk_weights, on_done=on_events)):
+        for (i, score), canonical in zip(chunk, results):
+            if canonical.decode() != score.document:
+                reason = "recomputed document differs from the stored bytes"
+                if orjson.loads(canonical)["run_head_hash"] != score.run_head_hash:
+                    reason = "the run's log changed: its head at the scored length differs"
+                drifts[i] = Drift(score.run_id, score.ruleset_hash, reason)
+            elif sha256_hex(canonical) != score.document_sha256:
+                drifts[i] = Drift(score.run_id, score.ruleset_hash, "stored document_sha256 does not match its bytes")
+    return len(stored), [drifts[i] for i in sorted(drifts)]
+
+
+def verify_archive_many(location: str, run_ids: Sequence[str] | None = None, *, executor: Executor | None = None,
+                        on_events: Callable[[int], None] | None = None,
+                        on_plan: Callable[[int, int], None] | None = None) -> list[tuple[str, int, list[str]]]:
+    """``archive verify`` through an executor: (run id, events checked, problems) per run, in run order."""
+    from procgrade.engine.archive import open_archive
+
+    executor = executor or LocalExecutor()
+    archive = open_archive(location)
+    runs = archive.runs if run_ids is None else [archive.run(run_id) for run_id in sorted(set(run_ids))]
+    if on_plan is not None:
+        on_plan(len(runs), sum(run.event_count for run in runs))
+    weights = [max(1, run.event_count) for run in runs]
+    # Verification rebuilds each event (~20x the cost of scoring it): smaller chunks do as well.
+    from procgrade.engine import executors
+
+    chunks = plan_chunks([run.run_id for run in runs], weights, executor.workers,
+                         min_weight=max(1, executors.MIN_TASK_EVENTS // 10))
+    chunk_weights = [sum(max(1, archive.run(r).event_count) for r in chunk) for chunk in chunks]
+    out: list[tuple[str, int, list[str]]] = []
+    for results in executor.map(verify_archive_task, [(location, chunk) for chunk in chunks],
+                                weights=chunk_weights, on_done=on_events):
+        out.extend(results)
+    return out
