@@ -20,6 +20,8 @@ pyarrow is the optional extra ``procgrade[archive]``; it is imported only here.
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import posixpath
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -100,6 +102,9 @@ class ArchivedRun:
     head_hash: str
     event_count: int
     extractor_version: str
+    #: sha256 of the run's Parquet file as written (kept in the manifest, not in the file): any changed
+    #: byte of the file is caught, also one in a page statistics or padding no decoded column shows.
+    file_sha256: str | None = None
 
 
 def _entry(run: ArchivedRun) -> dict[str, Any]:
@@ -154,6 +159,7 @@ def export_archive(store: EventStore, destination: str, run_ids: Sequence[str] |
         pq.write_table(table, staging, filesystem=fs, compression="zstd",
                        sorting_columns=[pq.SortingColumn(ARCHIVE_COLUMNS.index("seq"))])
         fs.move(staging, path)
+        run = dataclasses.replace(run, file_sha256=_file_sha256(fs, path))
         written[run.run_id] = run
         if progress is not None:
             progress(info.run_id, run.event_count)
@@ -178,9 +184,18 @@ def _stored_columns(store: EventStore, run_id: str, count: int) -> dict[str, lis
     return columns
 
 
+def _file_sha256(fs: Any, path: str) -> str:
+    digest = hashlib.sha256()
+    with fs.open_input_stream(path) as handle:
+        while chunk := handle.read(1 << 20):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
 def _write_manifest(fs: Any, root: str, runs: list[ArchivedRun]) -> None:
     body = {"format": ARCHIVE_FORMAT, "columns": list(ARCHIVE_COLUMNS),
-            "runs": [_entry(run) for run in runs]}
+            "runs": [{**_entry(run), **({"file_sha256": run.file_sha256} if run.file_sha256 else {})}
+                     for run in runs]}
     path = posixpath.join(root, MANIFEST)
     with fs.open_output_stream(path + ".partial") as handle:
         handle.write(orjson.dumps(body, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS))
@@ -200,7 +215,8 @@ def _read_manifest(fs: Any, root: str, *, missing_ok: bool = False) -> list[Arch
         body = orjson.loads(raw)
         if body.get("format") != ARCHIVE_FORMAT:
             raise InputError(path, None, "format", f"{body.get('format')!r}, this procgrade reads {ARCHIVE_FORMAT}")
-        return [ArchivedRun(e["run_id"], e["file"], e["head_hash"], int(e["event_count"]), e["extractor_version"])
+        return [ArchivedRun(e["run_id"], e["file"], e["head_hash"], int(e["event_count"]), e["extractor_version"],
+                            e.get("file_sha256"))
                 for e in body["runs"]]
     except (orjson.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
         raise InputError(path, None, None, f"not a valid archive manifest: {exc}") from exc
@@ -285,6 +301,14 @@ def verify_archived_run(archive: Archive, run_id: str, *, max_problems: int = 20
     """Recompute the run's chain, fact columns and metadata from the archive alone."""
     report = ArchiveVerification(run_id)
     run = archive.run(run_id)
+    if run.file_sha256 is not None:
+        try:
+            actual = _file_sha256(archive._fs, posixpath.join(archive._root, run.file))
+        except OSError as exc:
+            actual = f"unreadable ({exc})"
+        if actual != run.file_sha256:
+            report.problems.append(f"{run.file}: its bytes differ from the manifest's sha256 "
+                                   f"{run.file_sha256[:16]} (now {actual[:16]}): the file was changed")
     try:
         table = archive.read(run_id)
     except ProcgradeError as exc:
