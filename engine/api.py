@@ -119,14 +119,10 @@ def _using(store: Store, *, create: bool = False) -> Iterator[EventStore]:
     if isinstance(store, EventStore):
         yield store
         return
-    from procgrade.engine.interrupts import deferred_interrupt
+    from procgrade.engine.store import opened_store
 
-    opened = open_store(store, create=create)
-    try:
+    with opened_store(_url(store), create=create) as opened:
         yield opened
-    finally:
-        with deferred_interrupt():  # a Ctrl-C now waits for the connections to close
-            opened.close()
 
 
 def _ruleset(rules: Rules) -> RuleSet:

@@ -67,15 +67,10 @@ def _main_options(
 
 @contextmanager
 def _store(db: str, *, create: bool = False) -> Iterator[EventStore]:
-    from procgrade.engine.interrupts import deferred_interrupt
-    from procgrade.engine.store import open_store
+    from procgrade.engine.store import opened_store
 
-    store = open_store(db, create=create)
-    try:
+    with opened_store(db, create=create) as store:
         yield store
-    finally:
-        with deferred_interrupt():  # a Ctrl-C now waits for the connections to close
-            store.close()
 
 
 def _fail(message: str, code: int = 1) -> None:

@@ -17,11 +17,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from procgrade.engine.canonical import canonical_json, sha256_hex
 from procgrade.engine.errors import InputError
 from procgrade.engine.events import EVENT_KINDS, GRADE_LAYERS
+from procgrade.engine.yaml_documents import parse_document, validate_document
 
 __all__ = [
     "BUNDLED_RUBRICS",
@@ -212,27 +213,8 @@ def load_rubric(path: Path | str) -> tuple[Rubric, str]:
 
 
 def parse_rubric(text: str, source: str) -> Rubric:
-    # The rule-set reader's YAML helpers: the same duplicate-key refusal and FILE:LINE: field errors.
-    from ruamel.yaml import YAML
-    from ruamel.yaml.error import YAMLError
-
-    from procgrade.rules.loading import _dotted, _line_of, _plain, _without_union_tags
-
-    yaml = YAML(typ="rt")
-    yaml.allow_duplicate_keys = False
-    try:
-        document = yaml.load(text)
-    except YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        raise InputError(source, mark.line + 1 if mark is not None else None, None, " ".join(str(exc).split())) from None
+    # Read like a rule set: the same duplicate-key refusal and FILE:LINE: field errors.
+    document = parse_document(text, source)
     if not isinstance(document, dict):
         raise InputError(source, None, None, "a rubric is a mapping (name, version, dimensions, ...)")
-    try:
-        return Rubric.model_validate(_plain(document))
-    except ValidationError as exc:
-        error = exc.errors(include_url=False)[0]
-        loc = tuple(p for p in _without_union_tags(error["loc"]) if p not in ("binary", "ordinal"))
-        reason = error["msg"].removeprefix("Value error, ")
-        if error["type"] == "extra_forbidden":
-            reason = "unknown field"
-        raise InputError(source, _line_of(document, loc), _dotted(loc) or None, reason) from None
+    return validate_document(Rubric, document, source, union_tags=("binary", "ordinal"))

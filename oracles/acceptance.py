@@ -91,10 +91,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from procgrade.engine.errors import ProcgradeError, RunSealedError, SeqConflictError, UnknownRunError
-from procgrade.engine.events import EVENT_KINDS, Event
+from procgrade.engine.errors import ProcgradeError
+from procgrade.engine.events import Event
 from procgrade.oracles.denylist import find_shadows, imported_banned, scan_imports
 from procgrade.oracles.junit import CaseResult, JUnitError, JUnitReport, parse_junit, static_test_ids
+from procgrade.oracles.outcome_runs import OutcomeRun, append_outcome, outcome_event as _event, require_appendable
 from procgrade.oracles.sandbox import RunOutcome, RunSpec, Sandbox, SandboxError, hash_workspace
 from procgrade.oracles.task_package import SuiteFile, Task, load_task
 
@@ -668,10 +669,6 @@ class Verdict:
         return self.result.reward
 
 
-def _event(kind: str, **fields: Any) -> Event:
-    return EVENT_KINDS[kind].model_validate({k: v for k, v in fields.items() if v is not None})
-
-
 def _event_id(run_id: str, result: JudgeResult, attempt: int, n: int) -> str:
     base = f"{run_id}@accept:{result.suite_sha256[:12]}:{(result.workspace_sha256 or 'none')[:12]}:{attempt}:{n}"
     return base if len(base) <= 200 else "sha256:" + hashlib.sha256(base.encode()).hexdigest()
@@ -711,18 +708,6 @@ def acceptance_events(run_id: str, first_seq: int, attempt: int, result: JudgeRe
     return events
 
 
-_KIND_COLUMN = None
-
-
-def _attempts(store: Any, run_id: str) -> int:
-    global _KIND_COLUMN
-    if _KIND_COLUMN is None:
-        from procgrade.engine.stored import STORED_COLUMNS
-
-        _KIND_COLUMN = STORED_COLUMNS.index("kind")
-    return sum(1 for row in store.stored_events(run_id) if row[_KIND_COLUMN] == "acceptance_started")
-
-
 def accept(store: Any, task_dir: str | Path, workspace_dir: str | Path, run_id: str | None = None,
            backend: str = "local", *, sandbox: Sandbox | None = None, submit_file: str | Path | None = None,
            timeout_sec: float | None = None) -> Verdict:
@@ -736,35 +721,14 @@ def accept(store: Any, task_dir: str | Path, workspace_dir: str | Path, run_id: 
     task = load_task(task_dir)
     sandbox = sandbox or make_sandbox(backend)
     if run_id is not None:
-        info = store.run(run_id)  # UnknownRunError before spending a judgement
-        if info.sealed:
-            raise RunSealedError(f"run {run_id} is sealed; an acceptance check cannot be appended", run_id=run_id)
+        require_appendable(store, run_id, "an acceptance check")  # before spending a judgement
     result = judge(task, workspace_dir, sandbox, submit_file=submit_file, timeout_sec=timeout_sec)
-    target = run_id or f"acceptance/{task.task_id}/{(result.workspace_sha256 or 'unknown')[:16]}"
-    for _ in range(5):
-        try:
-            info = store.run(target)
-            created = False
-            count, attempt = info.event_count, _attempts(store, target)
-        except UnknownRunError:
-            if run_id is not None:
-                raise
-            created, count, attempt = True, 0, 0
-        events = acceptance_events(target, count + (1 if created else 0), attempt, result)
-        if created:
-            from procgrade.engine.version import __version__
-
-            start = _event("run_started", run_id=target, seq=0, event_id=f"{target}@start", ts=result.started_at,
-                           actor="harness", harness={"name": HARNESS, "version": __version__}, task_id=task.task_id,
-                           labels={"kind": "acceptance-only"})
-            events = [start, *events]
-        try:
-            with store.writer() as writer:
-                writer.append(target, events)
-        except SeqConflictError:
-            continue  # another writer appended meanwhile: re-read the run and retry
-        return Verdict(target, attempt, created, events, result)
-    raise SeqConflictError(f"run {target}: kept changing while the acceptance check was appended", run_id=target)
+    appended = append_outcome(
+        store, run_id, f"acceptance/{task.task_id}/{(result.workspace_sha256 or 'unknown')[:16]}",
+        started_kind="acceptance_started",
+        build=lambda target, first_seq, attempt: acceptance_events(target, first_seq, attempt, result),
+        opening=OutcomeRun(HARNESS, task.task_id, "acceptance-only", result.started_at), what="the acceptance check")
+    return Verdict(appended.run_id, appended.check, appended.created, appended.events, result)
 
 
 # --- task validation ----------------------------------------------------------------------------

@@ -33,8 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from procgrade.engine.errors import RunSealedError, SeqConflictError, UnknownRunError
-from procgrade.engine.events import EVENT_KINDS, Event, PlanGrade, TestResult
+from procgrade.engine.events import Event, PlanGrade, TestResult
 from procgrade.oracles.browser_graders import (
     BrowserSession,
     Grader,
@@ -46,6 +45,7 @@ from procgrade.oracles.browser_graders import (
 )
 from procgrade.oracles.browser_plans import BrowserTask, Plan, load_browser_task
 from procgrade.oracles.evidence_store import EvidenceStore
+from procgrade.oracles.outcome_runs import OutcomeRun, append_outcome, outcome_event as _event, require_appendable
 from procgrade.oracles.product_server import DEFAULT_POSTGRES, ProductDidNotStart, started_product
 from procgrade.oracles.regrade_protocol import GradeVote, PlanVerdict, plan_verdict, run_protocol
 
@@ -222,10 +222,6 @@ def grade_task(task: BrowserTask, workspace: str | Path, grader: Grader, evidenc
 # --- events -------------------------------------------------------------------------------------------------
 
 
-def _event(kind: str, **fields: Any) -> Event:
-    return EVENT_KINDS[kind].model_validate({k: v for k, v in fields.items() if v is not None})
-
-
 def browser_events(run_id: str, first_seq: int, check: int, grading: BrowserGrading) -> list[Event]:
     """The events of one browser grading, from seq ``first_seq`` (``check`` counts earlier gradings of the run)."""
     events: list[Event] = []
@@ -272,13 +268,6 @@ def browser_events(run_id: str, first_seq: int, check: int, grading: BrowserGrad
     return events
 
 
-def _checks(store: Any, run_id: str) -> int:
-    from procgrade.engine.stored import STORED_COLUMNS
-
-    kind = STORED_COLUMNS.index("kind")
-    return sum(1 for row in store.stored_events(run_id) if row[kind] == "browser_grading_started")
-
-
 @dataclass(frozen=True)
 class BrowserVerdict:
     run_id: str
@@ -296,36 +285,15 @@ def grade_browser(store: Any, task_dir: str | Path, workspace: str | Path, run_i
     transaction (default: an outcome-only run ``browser/<task>/<workspace sha256[:16]>``)."""
     task = load_browser_task(task_dir)
     if run_id is not None:
-        info = store.run(run_id)  # UnknownRunError before spending a grading
-        if info.sealed:
-            raise RunSealedError(f"run {run_id} is sealed; a browser grading cannot be appended", run_id=run_id)
+        require_appendable(store, run_id, "a browser grading")  # before spending a grading
     chosen = grader if not isinstance(grader, str) else make_grader(grader, **(grader_options or {}))
     grading = grade_task(task, workspace, chosen, EvidenceStore(evidence_dir), plans=plans, postgres=postgres,
                          progress=progress, browser=browser)
-    target = run_id or f"browser/{task.task_id}/{grading.workspace_sha256[:16]}"
-    for _ in range(5):
-        try:
-            info = store.run(target)
-            created, count, check = False, info.event_count, _checks(store, target)
-        except UnknownRunError:
-            if run_id is not None:
-                raise
-            created, count, check = True, 0, 0
-        events = browser_events(target, count + (1 if created else 0), check, grading)
-        if created:
-            from procgrade.engine.version import __version__
-
-            start = _event("run_started", run_id=target, seq=0, event_id=f"{target}@start", ts=grading.started_at,
-                           actor="harness", harness={"name": HARNESS, "version": __version__}, task_id=task.task_id,
-                           labels={"kind": "browser-only"})
-            events = [start, *events]
-        try:
-            with store.writer() as writer:
-                writer.append(target, events)
-        except SeqConflictError:
-            continue
-        return BrowserVerdict(target, check, created, events, grading)
-    raise SeqConflictError(f"run {target}: kept changing while the browser grading was appended", run_id=target)
+    appended = append_outcome(
+        store, run_id, f"browser/{task.task_id}/{grading.workspace_sha256[:16]}", started_kind="browser_grading_started",
+        build=lambda target, first_seq, check: browser_events(target, first_seq, check, grading),
+        opening=OutcomeRun(HARNESS, task.task_id, "browser-only", grading.started_at), what="the browser grading")
+    return BrowserVerdict(appended.run_id, appended.check, appended.created, appended.events, grading)
 
 
 def replay_plan_verdicts(events: list[Event]) -> dict[str, tuple[str, str]]:

@@ -28,10 +28,11 @@ from functools import cached_property
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from procgrade.engine.canonical import canonical_json
 from procgrade.engine.errors import InputError
+from procgrade.engine.yaml_documents import load_model
 
 __all__ = [
     "BUG_KINDS",
@@ -302,40 +303,10 @@ class PlantedBug(_Strict):
 # --- loading ----------------------------------------------------------------------------------------------
 
 
-def _load_yaml_model(path: Path, model: type[BaseModel]) -> Any:
-    from ruamel.yaml import YAML
-    from ruamel.yaml.error import YAMLError
-
-    from procgrade.rules.loading import _dotted, _line_of, _plain
-
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(str(path), None, None, f"cannot read: {exc}") from None
-    yaml = YAML(typ="rt")
-    yaml.allow_duplicate_keys = False
-    try:
-        document = yaml.load(text)
-    except YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        raise InputError(str(path), mark.line + 1 if mark is not None else None, None, " ".join(str(exc).split())) from None
-    if not hasattr(document, "items"):
-        raise InputError(str(path), None, None, "must be a YAML mapping")
-    try:
-        return model.model_validate(_plain(document))
-    except ValidationError as exc:
-        error = exc.errors(include_url=False)[0]
-        loc = tuple(p for p in error["loc"] if not (isinstance(p, str) and ("[" in p or p[:1].isupper())))
-        reason = error["msg"].removeprefix("Value error, ")
-        if error["type"] == "extra_forbidden":
-            reason = "unknown field"
-        raise InputError(str(path), _line_of(document, loc), _dotted(loc) or None, reason) from None
-
-
 def load_plan(path: str | Path) -> Plan:
     """Load one plan file; its ``id`` must equal the file's stem, and its seed files must exist."""
     path = Path(path)
-    plan: Plan = _load_yaml_model(path, Plan)
+    plan: Plan = load_model(path, Plan)
     if plan.id != path.stem:
         raise InputError(str(path), None, "id", f"{plan.id!r} differs from the file name {path.stem!r}")
     if plan.seed is not None:
@@ -392,7 +363,7 @@ def load_browser_task(task_dir: str | Path) -> BrowserTask:
     product_file = root / "product.yaml"
     if not product_file.is_file():
         raise InputError(str(product_file), None, None, "missing: the product's setup and start commands")
-    product: ProductSpec = _load_yaml_model(product_file, ProductSpec)
+    product: ProductSpec = load_model(product_file, ProductSpec)
     plan_files = sorted((root / "plans").glob("*.yaml")) if (root / "plans").is_dir() else []
     if not plan_files:
         raise InputError(str(root / "plans"), None, None, "no plan files (plans/<id>.yaml)")
@@ -405,7 +376,7 @@ def load_browser_task(task_dir: str | Path) -> BrowserTask:
             plant_file = entry / "plant.yaml"
             if not plant_file.is_file():
                 raise InputError(str(plant_file), None, None, "missing: a planted bug is planted/<name>/plant.yaml")
-            bug: PlantedBug = _load_yaml_model(plant_file, PlantedBug)
+            bug: PlantedBug = load_model(plant_file, PlantedBug)
             if bug.plan not in ids:
                 raise InputError(str(plant_file), None, "plan", f"{bug.plan!r} is not a plan of {root / 'plans'}")
             planted.append((entry.name, bug))

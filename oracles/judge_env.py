@@ -23,8 +23,6 @@ exact distributions installed, which the verdict carries (``details.judge_env``)
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import hashlib
 import io
 import json
@@ -36,12 +34,13 @@ import subprocess
 import sys
 import tarfile
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from procgrade.engine.canonical import canonical_json
+from procgrade.oracles.file_lock import exclusive_lock
 
 __all__ = ["EnvSpec", "JudgeEnv", "EnvBuildError", "parse_install_command", "ensure_local_env", "ensure_env_image",
            "DEFAULT_PYTEST", "IMAGE_ENV_PYTHON", "cache_dir"]
@@ -212,17 +211,6 @@ def _run(argv: list[str], what: str, timeout: float = 1800, env: dict[str, str] 
     return done.stdout
 
 
-@contextlib.contextmanager
-def _lock(path: Path) -> Iterator[None]:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
-
-
 def _distributions(site: Path) -> dict[str, str]:
     """``{name: version}`` of the distributions installed in a site-packages folder."""
     out = {}
@@ -275,7 +263,7 @@ def ensure_local_env(spec: EnvSpec, python: str | None = None, *, log: Callable[
     root = cache_dir()
     dest = root / f"local-{key[:16]}"
     built_now = False
-    with _lock(root / f".lock-{key[:16]}"):
+    with exclusive_lock(root / f".lock-{key[:16]}"):
         if not (dest / "procgrade-env.json").is_file():
             log(f"building judge environment {dest.name} ({', '.join(spec.effective_requirements())})")
             shutil.rmtree(dest, ignore_errors=True)
@@ -324,7 +312,7 @@ def ensure_env_image(client: Any, base_tag: str, spec: EnvSpec, *, python_versio
     key = spec.key(f"docker:{base_id}")
     tag = f"{ENV_REPOSITORY}:{key[:16]}"
     built_now = False
-    with _lock(cache_dir() / f".lock-image-{key[:16]}"):
+    with exclusive_lock(cache_dir() / f".lock-image-{key[:16]}"):
         try:
             image = client.images.get(tag)
         except docker.errors.ImageNotFound:

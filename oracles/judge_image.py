@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import fcntl
 import hashlib
 import inspect
 import json
@@ -41,9 +40,11 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from procgrade.oracles.file_lock import exclusive_lock
 
 __all__ = ["RECIPE", "JUDGE_UID", "JUDGE_USER", "IMAGE_PYTHON", "image_tag", "recipe_sha256", "ensure_image",
            "build_image", "docker_client", "ImageBuildError"]
@@ -188,17 +189,6 @@ def _image_exists(client: Any, tag: str) -> bool:
         return False
 
 
-@contextlib.contextmanager
-def _build_lock() -> Iterator[None]:
-    path = Path(tempfile.gettempdir()) / "procgrade-judge-image.lock"
-    with open(path, "a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
-
-
 def build_image(client: Any, tag: str | None = None, *, log: Callable[[str], None] = _log_default,
                 workdir: str | Path | None = None) -> str:
     """Build the judge image and import it as ``tag`` (default :func:`image_tag`)."""
@@ -261,7 +251,7 @@ def ensure_image(client: Any | None = None, *, build: bool = True, log: Callable
         return tag
     if not build:
         raise ImageBuildError(f"the judge image {tag} is missing: build it with `python -m procgrade.oracles.judge_image`")
-    with _build_lock():
+    with exclusive_lock(Path(tempfile.gettempdir()) / "procgrade-judge-image.lock"):
         if _image_exists(client, tag):  # another process built it meanwhile
             return tag
         log(f"building {tag} (about two minutes, most of it fetching Debian's packages)")
@@ -280,7 +270,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         client = docker_client()
         if args.rebuild:
-            with _build_lock():
+            with exclusive_lock(Path(tempfile.gettempdir()) / "procgrade-judge-image.lock"):
                 tag = build_image(client)
         else:
             tag = ensure_image(client)

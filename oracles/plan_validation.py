@@ -16,7 +16,6 @@ import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from procgrade.oracles.browser_graders import GradeRecord, Grader
 from procgrade.oracles.browser_grading import chromium, grade_plan
@@ -24,19 +23,37 @@ from procgrade.oracles.browser_plans import BUG_KINDS, BrowserTask, apply_plant,
 from procgrade.oracles.evidence_store import EvidenceStore
 from procgrade.oracles.product_server import DEFAULT_POSTGRES
 
-__all__ = ["PlanTally", "BugTally", "PlanValidation", "validate_plans", "table4"]
+__all__ = ["GradeTally", "PlanTally", "BugTally", "PlanValidation", "validate_plans", "table4"]
 
 KIND_NAMES = {"cent_off": "Cent off", "reverts": "Reverts", "dropped": "Dropped", "no_refusal": "No refusal",
               "timing": "Timing", "obvious": "Obvious", "two_users": "Two users"}
 
 
-@dataclass
-class PlanTally:
-    plan_id: str
+@dataclass(kw_only=True)
+class GradeTally:
+    """Counts of one plan's single grades, with why each grade that did not pass failed or was discarded."""
+
     passed: int = 0
     failed: int = 0
     discarded: int = 0
     failures: list[str] = field(default_factory=list)
+
+    def add(self, record: GradeRecord) -> None:
+        if record.discarded is not None:
+            self.discarded += 1
+            self.failures.append(f"discarded: {record.discarded}")
+        elif record.passed:
+            self.passed += 1
+        else:
+            self.failed += 1
+            self.failures.append(record.failure or "failed")
+
+
+@dataclass
+class PlanTally(GradeTally):
+    """A plan graded on the reference build: every grade must pass."""
+
+    plan_id: str
 
     @property
     def ok(self) -> bool:
@@ -44,15 +61,13 @@ class PlanTally:
 
 
 @dataclass
-class BugTally:
+class BugTally(GradeTally):
+    """The plan aimed at one planted bug, graded on the planted build: every grade must fail."""
+
     name: str
     kind: str
     plan_id: str
     description: str
-    passed: int = 0
-    failed: int = 0
-    discarded: int = 0
-    failures: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -81,17 +96,6 @@ class PlanValidation:
         return sum(b.passed for b in self.bugs)
 
 
-def _tally(tally: Any, record: GradeRecord) -> None:
-    if record.discarded is not None:
-        tally.discarded += 1
-        tally.failures.append(f"discarded: {record.discarded}")
-    elif record.passed:
-        tally.passed += 1
-    else:
-        tally.failed += 1
-        tally.failures.append(record.failure or "failed")
-
-
 def validate_plans(task_dir: str | Path, grader: Grader, *, reference_grades: int = 10, bug_grades: int = 3,
                    evidence_dir: str | Path | None = None, postgres: str = DEFAULT_POSTGRES,
                    progress: Callable[[str], None] | None = None) -> PlanValidation:
@@ -105,16 +109,16 @@ def validate_plans(task_dir: str | Path, grader: Grader, *, reference_grades: in
         with chromium() as browser:
             for plan, tally in zip(task.plans, reference):
                 for n in range(reference_grades):
-                    _tally(tally, grade_plan(task, plan, task.reference_build, grader, browser, evidence,
-                                             postgres=postgres).record)
+                    tally.add(grade_plan(task, plan, task.reference_build, grader, browser, evidence,
+                                   postgres=postgres).record)
                     if progress:
                         progress(f"reference {plan.id} grade {n + 1}/{reference_grades}")
             for (name, bug), tally in zip(task.planted, bugs):
                 workspace = apply_plant(task.reference_build, bug, Path(tmp) / "planted" / name)
                 plan = task.plan(bug.plan)
                 for n in range(bug_grades):
-                    _tally(tally, grade_plan(task, plan, workspace, grader, browser, evidence,
-                                             postgres=postgres).record)
+                    tally.add(grade_plan(task, plan, workspace, grader, browser, evidence,
+                                   postgres=postgres).record)
                     if progress:
                         progress(f"planted {name} ({plan.id}) grade {n + 1}/{bug_grades}")
     return PlanValidation(task, grader.name, reference_grades, bug_grades, reference, bugs)

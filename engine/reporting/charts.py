@@ -124,6 +124,47 @@ def _tick_text(value: float, percent: bool) -> str:
 # --------------------------------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class _Plot:
+    """The plotting rectangle of an x/y chart and the map from data values to its pixels."""
+
+    left: float
+    top: float
+    width: float
+    height: float
+    x_domain: tuple[float, float]
+    y_domain: tuple[float, float]
+
+    def px(self, x: float) -> float:
+        return self.left + (x - self.x_domain[0]) / (self.x_domain[1] - self.x_domain[0]) * self.width
+
+    def py(self, y: float) -> float:
+        return self.top + self.height - (y - self.y_domain[0]) / (self.y_domain[1] - self.y_domain[0]) * self.height
+
+    def axes(self, x_ticks: Sequence[tuple[float, str]], y_ticks: Sequence[tuple[float, str]], x_label: str,
+             y_label: str, y_label_x: int) -> list[str]:
+        """The frame, grid lines at the ticks, tick texts and both axis labels (the y label rotated)."""
+        left, top, plot_w, plot_h = self.left, self.top, self.width, self.height
+        body = [(f'<rect class="plot" x="{_n(left)}" y="{_n(top)}" width="{_n(plot_w)}" height="{_n(plot_h)}" '
+                 'fill="none" stroke="#999"/>')]
+        for value, name in x_ticks:
+            x = self.px(value)
+            body.append(f'<line x1="{_n(x)}" y1="{_n(top)}" x2="{_n(x)}" y2="{_n(top + plot_h)}" stroke="#eee"/>')
+            body.append(_text(x, top + plot_h + 16, name, anchor="middle"))
+        for value, name in y_ticks:
+            y = self.py(value)
+            body.append(f'<line x1="{_n(left)}" y1="{_n(y)}" x2="{_n(left + plot_w)}" y2="{_n(y)}" stroke="#eee"/>')
+            body.append(_text(left - 6, y + 4, name, anchor="end"))
+        body.append(_text(left + plot_w / 2, top + plot_h + 38, x_label, anchor="middle", extra=' class="axis-label"'))
+        body.append(_text(y_label_x, top + plot_h / 2, y_label, anchor="middle",
+                          extra=f' class="axis-label" transform="rotate(-90 {y_label_x} {_n(top + plot_h / 2)})"'))
+        return body
+
+
+def _numeric_ticks(domain: tuple[float, float], percent: bool) -> list[tuple[float, str]]:
+    return [(t, _tick_text(t, percent)) for t in _ticks(domain)]
+
+
 def scatter_chart(points: Sequence[Point], *, title: str, x_label: str, y_label: str,
                   x_domain: tuple[float, float] = (0.0, 1.0), y_domain: tuple[float, float] = (0.0, 1.0),
                   x_percent: bool = False, y_percent: bool = True) -> str:
@@ -135,23 +176,9 @@ def scatter_chart(points: Sequence[Point], *, title: str, x_label: str, y_label:
     label_room = min(_LABEL_MAX, max(len(p.label) for p in shown)) * _CHAR + 16
     width, height = left + plot_w + label_room, top + plot_h + 52
 
-    def px(x: float) -> float:
-        return left + (x - x_domain[0]) / (x_domain[1] - x_domain[0]) * plot_w
-
-    def py(y: float) -> float:
-        return top + plot_h - (y - y_domain[0]) / (y_domain[1] - y_domain[0]) * plot_h
-
-    body = [(f'<rect class="plot" x="{_n(left)}" y="{_n(top)}" width="{_n(plot_w)}" height="{_n(plot_h)}" '
-             'fill="none" stroke="#999"/>')]
-    for t in _ticks(x_domain):
-        body.append(f'<line x1="{_n(px(t))}" y1="{_n(top)}" x2="{_n(px(t))}" y2="{_n(top + plot_h)}" stroke="#eee"/>')
-        body.append(_text(px(t), top + plot_h + 16, _tick_text(t, x_percent), anchor="middle"))
-    for t in _ticks(y_domain):
-        body.append(f'<line x1="{_n(left)}" y1="{_n(py(t))}" x2="{_n(left + plot_w)}" y2="{_n(py(t))}" stroke="#eee"/>')
-        body.append(_text(left - 6, py(t) + 4, _tick_text(t, y_percent), anchor="end"))
-    body.append(_text(left + plot_w / 2, top + plot_h + 38, x_label, anchor="middle", extra=' class="axis-label"'))
-    body.append(_text(16, top + plot_h / 2, y_label, anchor="middle",
-                      extra=f' class="axis-label" transform="rotate(-90 16 {_n(top + plot_h / 2)})"'))
+    plot = _Plot(left, top, plot_w, plot_h, x_domain, y_domain)
+    px, py = plot.px, plot.py
+    body = plot.axes(_numeric_ticks(x_domain, x_percent), _numeric_ticks(y_domain, y_percent), x_label, y_label, 16)
     placed: list[tuple[float, float]] = []
     for index, point in enumerate(shown):
         assert point.x is not None and point.y is not None
@@ -274,24 +301,10 @@ def run_scatter(points: Sequence[RunPoint], *, title: str, x_label: str, y_label
     legend_w = min(_LABEL_MAX, max(len(g) for g in groups)) * _CHAR + 40
     width, height = left + plot_w + legend_w, max(top + plot_h + 52, top + 18 * len(groups) + 20)
 
-    def px(x: float) -> float:
-        return left + (x - x_domain[0]) / (x_domain[1] - x_domain[0]) * plot_w
-
-    def py(y: float) -> float:
-        return top + plot_h - (y - y_domain[0]) / (y_domain[1] - y_domain[0]) * plot_h
-
-    body = [(f'<rect class="plot" x="{_n(left)}" y="{_n(top)}" width="{_n(plot_w)}" height="{_n(plot_h)}" '
-             'fill="none" stroke="#999"/>')]
-    for t in _ticks(x_domain):
-        body.append(f'<line x1="{_n(px(t))}" y1="{_n(top)}" x2="{_n(px(t))}" y2="{_n(top + plot_h)}" stroke="#eee"/>')
-        body.append(_text(px(t), top + plot_h + 16, _tick_text(t, False), anchor="middle"))
-    for value, name in (y_ticks if y_ticks is not None else [(t, _tick_text(t, False)) for t in _ticks(y_domain)]):
-        body.append(f'<line x1="{_n(left)}" y1="{_n(py(value))}" x2="{_n(left + plot_w)}" y2="{_n(py(value))}" '
-                    'stroke="#eee"/>')
-        body.append(_text(left - 6, py(value) + 4, name, anchor="end"))
-    body.append(_text(left + plot_w / 2, top + plot_h + 38, x_label, anchor="middle", extra=' class="axis-label"'))
-    body.append(_text(14, top + plot_h / 2, y_label, anchor="middle",
-                      extra=f' class="axis-label" transform="rotate(-90 14 {_n(top + plot_h / 2)})"'))
+    plot = _Plot(left, top, plot_w, plot_h, x_domain, y_domain)
+    px, py = plot.px, plot.py
+    body = plot.axes(_numeric_ticks(x_domain, False), y_ticks if y_ticks is not None else _numeric_ticks(y_domain, False),
+                     x_label, y_label, 14)
     for point in shown:
         body.append(f'<circle class="run-point" cx="{_n(px(point.x))}" cy="{_n(py(point.y))}" r="4" '
                     f'fill="{colour[point.group]}" fill-opacity="0.75"><title>{esc(point.label)}</title></circle>')

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
 from sqlalchemy import Engine
 
 from sqlalchemy.engine import make_url
@@ -20,6 +22,7 @@ __all__ = [
     "init_database",
     "normalize_url",
     "open_store",
+    "opened_store",
 ]
 
 DEFAULT_DB = "sqlite:///procgrade.db"
@@ -93,3 +96,17 @@ def _first_contact(url: str, probe: Callable[[], str | None]) -> str | None:
         if exc.__cause__ is None or isinstance(exc, DatabaseUnavailableError):
             raise
         raise connection_problem(url, exc.__cause__) from exc.__cause__
+
+
+@contextmanager
+def opened_store(url: str, *, create: bool = False) -> Iterator[EventStore]:
+    """:func:`open_store` for the length of a block. The close is shielded from Ctrl-C (it waits for
+    the connections to close), so an interrupted command never leaves a connection half shut."""
+    from procgrade.engine.interrupts import deferred_interrupt
+
+    store = open_store(url, create=create)
+    try:
+        yield store
+    finally:
+        with deferred_interrupt():
+            store.close()
