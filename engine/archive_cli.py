@@ -10,7 +10,7 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
-from procgrade.engine.store import DEFAULT_DB
+from procgrade.engine.settings import DEFAULT_DB
 
 archive_app = typer.Typer(help="Columnar (Parquet) archives of sealed runs: export, verify; "
                                "`rescore --from-archive` scores from them.", no_args_is_help=True)

@@ -19,8 +19,7 @@ from procgrade.engine.errors import InputError, ProcgradeError, StoreError
 if TYPE_CHECKING:
     from procgrade.engine.store import EventStore
 
-#: The default store, as :data:`procgrade.engine.store.DEFAULT_DB` (kept here so that ``--help`` loads no database driver).
-DEFAULT_DB = "sqlite:///procgrade.db"
+from procgrade.engine.settings import DEFAULT_DB  # noqa: E402  (``--help`` loads no database driver)
 
 app = typer.Typer(
     name="procgrade",

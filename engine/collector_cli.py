@@ -8,7 +8,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from procgrade.engine.store import DEFAULT_DB
+from procgrade.engine.settings import DEFAULT_DB
 
 __all__ = ["register"]
 

@@ -19,7 +19,7 @@ from rich.text import Text
 from typer.core import TyperGroup
 
 from procgrade.engine.errors import InputError
-from procgrade.engine.store import DEFAULT_DB
+from procgrade.engine.settings import DEFAULT_DB
 
 __all__ = ["judge_app", "schema_rubric"]
 

@@ -25,7 +25,7 @@ __all__ = [
     "opened_store",
 ]
 
-DEFAULT_DB = "sqlite:///procgrade.db"
+from procgrade.engine.settings import DEFAULT_DB  # noqa: E402  (re-exported)
 
 
 def normalize_url(url: str, *, create: bool = True) -> str:
