@@ -206,8 +206,9 @@ def _stages_agree(lines: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
     tracker = StageTracker()
     for line in lines:
-        if tracker.open is not None and line["kind"] != "stage_started" and "stage" in line \
-                and not tracker.opens_round(line["kind"], line["actor"]):
+        if tracker.open is not None and line["kind"] != "stage_started" and \
+                ("stage" in line or line["kind"] == "stage_ended") and \
+                not tracker.opens_round(line["kind"], line["actor"]):
             line["stage"] = tracker.open
         tracker.step(line["seq"], line["kind"], line["actor"], line.get("stage"))
     return lines
@@ -306,4 +307,4 @@ def h_runs(draw: st.DrawFn, min_size: int = 1, max_size: int = 12, run_id: str |
         if seq and draw(st.booleans()):
             line["parent_seq"] = draw(st.integers(0, seq - 1))
         events.append(line)
-    return events
+    return _stages_agree(events)
