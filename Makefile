@@ -10,7 +10,7 @@ DEMO_TB_DB ?= sqlite:///procgrade-tb.db
 DEMO_TB_REPORT ?= procgrade-tb-report.html
 DEMO_TB := tests/fixtures/imports/terminal-bench-claude-code
 
-.PHONY: demo test bench-ingest bench-rescore bench-import bench-huge-run bench-scale clean
+.PHONY: demo test bench bench-ingest bench-rescore bench-import bench-huge-run bench-scale clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -73,6 +73,10 @@ demo: $(VENV)/.installed-analysis
 
 test: $(VENV)/.installed-dev
 	$(BIN)/python -m pytest -q
+
+# Every bench in one run (about ten minutes here): one table of ratios, CPU time and peak memory.
+bench: $(VENV)/.installed-dev
+	$(BIN)/python bench/suite.py
 
 bench-ingest: $(VENV)/.installed-dev
 	$(BIN)/python bench/ingest.py

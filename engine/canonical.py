@@ -9,8 +9,12 @@ those logs unimportable.
 
 ``orjson`` with sorted keys produces exactly the RFC 8785 bytes for values
 without floats and without object keys outside the Basic Multilingual Plane
-(the property tests in ``tests/test_canonical.py`` hold it to that). Every other
-value takes the slow path through the ``rfc8785`` reference implementation.
+(the property tests in ``tests/test_canonical.py`` hold it to that). Values with
+floats take a fast path too: each float is replaced by an ``orjson.Fragment`` of
+the bytes ``rfc8785`` itself writes for that float (ECMAScript number-to-string),
+and orjson writes the rest (``tests/test_canonical_fast_path.py``). Only object
+keys outside the BMP, integers beyond 64 bits and values orjson refuses take the
+slow path through the ``rfc8785`` reference implementation.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from functools import lru_cache
 from typing import Any
 
 import orjson
@@ -40,6 +45,10 @@ def canonical_json(value: Any) -> bytes:
             return orjson.dumps(value, option=_SORTED)
         except orjson.JSONEncodeError:
             pass  # an int beyond 64 bits, or a type orjson does not know: the reference path decides
+    else:
+        fast = _float_fast_path(value)
+        if fast is not None:
+            return fast
     return _reference(value)
 
 
@@ -52,7 +61,7 @@ def canonical_and_faithful(value: Any) -> tuple[bytes, bytes]:
     if _orjson_is_canonical(value):
         canonical = canonical_json(value)
         return canonical, canonical
-    return _reference(value), faithful_json(value)
+    return canonical_json(value), faithful_json(value)
 
 
 def faithful_json(value: Any) -> bytes:
@@ -108,6 +117,60 @@ def _orjson_is_canonical(value: Any) -> bool:
         elif isinstance(item, float):
             return False
     return True
+
+
+class _NotFast(Exception):
+    """The value needs the reference path (an object key outside the BMP, or not a str)."""
+
+
+def _float_fast_path(value: Any) -> bytes | None:
+    """RFC 8785 bytes of a value holding floats, by orjson; None when only the reference path can tell.
+
+    Every float becomes an ``orjson.Fragment`` of ``rfc8785.dumps(float)`` (the reference's own
+    ECMAScript formatting), so the only difference left between orjson and RFC 8785, number
+    formatting, is gone; key order agrees because keys outside the BMP are sent to the reference.
+    """
+    try:
+        return orjson.dumps(_floats_as_fragments(value), option=_SORTED)
+    except (_NotFast, orjson.JSONEncodeError, rfc8785.CanonicalizationError, RecursionError):
+        return None  # the reference path decides (big ints, NaN, surrogates, odd types) and words the error
+
+
+def _floats_as_fragments(item: Any) -> Any:
+    kind = type(item)
+    if kind is str or kind is int or kind is bool or item is None:
+        return item  # the common leaves first: orjson writes them as RFC 8785 does
+    if isinstance(item, float):
+        return orjson.Fragment(_float_bytes(float(item)))
+    if isinstance(item, dict):
+        out = {}
+        for key, child in item.items():
+            if type(key) is not str or (not key.isascii() and max(key) > "\uffff"):
+                raise _NotFast
+            out[key] = _floats_as_fragments(child)
+        return out
+    if isinstance(item, (list, tuple)):
+        return [_floats_as_fragments(child) for child in item]
+    return item
+
+
+def _float_bytes(number: float) -> bytes:
+    """ECMAScript number-to-string as RFC 8785 amends it.
+
+    Both Python's ``repr`` and ECMAScript pick the shortest digits that round-trip, and between
+    1e-4 and 1e16 both write them in fixed notation, so there ``repr`` minus a trailing ``.0`` is
+    the answer; everything else (zero, tiny, huge, NaN) goes to ``rfc8785``'s own formatting.
+    """
+    if 1e-4 <= abs(number) < 1e16:
+        text = repr(number)
+        return (text[:-2] if text.endswith(".0") else text).encode()
+    return _float_bytes_reference(number)
+
+
+@lru_cache(maxsize=1024)
+def _float_bytes_reference(number: float) -> bytes:
+    """``-0.0`` and ``0.0`` share a cache entry (equal keys), rightly: both are written ``0``."""
+    return rfc8785.dumps(number)
 
 
 def sha256_hex(data: bytes) -> str:
