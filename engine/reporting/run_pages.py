@@ -99,10 +99,25 @@ def event_anchor(run_id: str, seq: int) -> str:
     return f"{run_anchor(run_id)}-seq-{seq}"
 
 
+def _stored_stream(store: EventStore, run_id: str) -> str:
+    """The stream that holds the run: the run itself, or, when only its grades arrived (before any
+    trajectory), its grades stream ``<run>@grades``, which the analysis shows under the run's id."""
+    from procgrade.engine.errors import UnknownRunError
+    from procgrade.engine.grades.record import grades_stream
+
+    try:
+        store.run(run_id)
+    except UnknownRunError:
+        store.run(grades_stream(run_id))  # neither: the run's own "no run" error names the grades stream
+        return grades_stream(run_id)
+    return run_id
+
+
 def run_page(store: EventStore, run_id: str, ruleset: RuleSet) -> RunPage:
     """A run's timeline and its findings under ``ruleset`` (computed from the log, as ``explain`` does)."""
-    info = store.run(run_id)
-    findings, document = run_findings(store, ruleset, run_id)
+    stored = _stored_stream(store, run_id)
+    info = store.run(stored)
+    findings, document = run_findings(store, ruleset, stored)
     titles = {rule.id: rule.title for rule in ruleset.rules}
     violated = [f for rule in ruleset.rules for f in findings[rule.id] if f.verdict == "violated"]
     violations = tuple(Violation(f.rule, titles[f.rule], f.seq, f.stage, tuple(f.cited))
@@ -116,9 +131,9 @@ def run_page(store: EventStore, run_id: str, ruleset: RuleSet) -> RunPage:
             if violation.rule not in rules:
                 rules.append(violation.rule)
     # The first events, then the cited ones beyond them: never the whole of a huge run.
-    shown = list(store.events_between(run_id, 0, TIMELINE_CAP - 1))
+    shown = list(store.events_between(stored, 0, TIMELINE_CAP - 1))
     shown += [event for seq in sorted(s for s in citing if s >= TIMELINE_CAP)
-              for event in store.events_between(run_id, seq, seq)]
+              for event in store.events_between(stored, seq, seq)]
     events = tuple(
         TimelineEvent(event.seq, event.stage, event.actor, event.kind, describe(event),
                       tuple(citing.get(event.seq, ())))
