@@ -15,6 +15,7 @@ helpers keep the rest honest:
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
 import threading
 from collections.abc import Iterator
@@ -28,6 +29,11 @@ _seen: list[bool] = []
 
 def _remembered(signum: int, frame: Any) -> None:
     _seen.append(True)
+    if frame is not None and frame.f_code.co_filename.endswith("weakref.py"):
+        # Landed in a weakref callback (run by the garbage collector): an exception raised there is
+        # printed as "Exception ignored ... Traceback" and lost. Deliver it again a moment later.
+        threading.Timer(0.05, os.kill, (os.getpid(), signal.SIGINT)).start()
+        return
     raise KeyboardInterrupt
 
 

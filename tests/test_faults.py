@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 
 from builders import extra_events, line, small_run, write_jsonl
 from procgrade.engine.errors import ProcgradeError
+from procgrade.engine.executors import MIN_TASK_EVENTS
 from procgrade.engine.ingest import ingest_paths
 from procgrade.engine.log_verification import verify_log
 from procgrade.engine.store import open_store
@@ -101,12 +102,25 @@ def test_kill_9_during_ingest_leaves_nothing_partial(store_url: str, big_source:
     assert code == 0, err
 
 
-def test_kill_9_during_score_and_rescore_with_workers(store_url: str, big_source: tuple[Path, list[str]]) -> None:
-    source, runs = big_source
+@pytest.fixture
+def workers_source(tmp_path: Path) -> tuple[Path, list[str]]:
+    """Runs big enough that the local executor splits them into several tasks of at least
+    MIN_TASK_EVENTS events, so ``rescore --workers 2`` really starts worker processes."""
+    runs = [f"w{i}" for i in range(6)]
+    per_run = MIN_TASK_EVENTS // 4
+    events = []
+    for run in runs:
+        events += small_run(run)[:7] + extra_events(run, 7, per_run)
+    return write_jsonl(tmp_path / "workers.jsonl", events), runs
+
+
+def test_kill_9_during_score_and_rescore_with_workers(store_url: str, workers_source: tuple[Path, list[str]]) -> None:
+    source, runs = workers_source
     assert run_to_end("ingest", "--db", store_url, str(source))[0] == 0
     rng = random.Random(34)
     for _ in range(KILLS):
         kill_after(("score", *runs, "--db", store_url), rng.uniform(0.5, 3.0))
+    killed_with_workers = 0
     for _ in range(KILLS):
         proc = procgrade("rescore", "--all", "--workers", "2", "--db", store_url)
         deadline = time.monotonic() + 60
@@ -117,12 +131,15 @@ def test_kill_9_during_score_and_rescore_with_workers(store_url: str, big_source
                 break
             time.sleep(0.02)
         time.sleep(rng.uniform(0.0, 0.5))
-        os.kill(proc.pid, signal.SIGKILL)
+        if proc.poll() is None:
+            os.kill(proc.pid, signal.SIGKILL)
+            killed_with_workers += bool(workers)
         proc.communicate(timeout=60)
         gone_by = time.monotonic() + 2  # the parent-death signal is immediate; busy workers would run on
         while time.monotonic() < gone_by and any(alive(pid) for pid in workers):
             time.sleep(0.05)
         assert not [pid for pid in workers if alive(pid)], "rescore workers outlived their parent"
+    assert killed_with_workers, "no rescore was killed while its workers ran: the test proved nothing"
     code, err = run_to_end("rescore", "--all", "--workers", "2", "--db", store_url)
     assert code == 0 and "Traceback" not in err, err
     code, err = run_to_end("verify", "--db", store_url)
