@@ -323,7 +323,7 @@ def test_the_submission_sees_nothing_of_the_host(tmp_path: Path, sandbox: Any) -
                 d.chmod(0o755)
     try:
         probe = [str(p) for p in files] + [str(elsewhere), str(home), str(REPO / "README.md"), str(REPO / "tasks"),
-                                           str(CASE), str(REPO / ".git"), "/work/wt/BRIEF.md"]
+                                           str(CASE), str(REPO / ".git")]
         assert all(os.path.exists(p) for p in probe[:5])  # on the host they are there
         ws = reference_with(tmp_path, HOST_PROBE.format(paths=probe))
         result = judge(load_task(CASE), ws, sandbox)
