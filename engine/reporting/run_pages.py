@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import Any
 
 from procgrade.engine.analysis.dataset import NOT_GRADED
 from procgrade.engine.reporting.markup import anchor, esc, fmt_num
@@ -99,24 +100,23 @@ def event_anchor(run_id: str, seq: int) -> str:
     return f"{run_anchor(run_id)}-seq-{seq}"
 
 
-def _stored_stream(store: EventStore, run_id: str) -> str:
-    """The stream that holds the run: the run itself, or, when only its grades arrived (before any
-    trajectory), its grades stream ``<run>@grades``, which the analysis shows under the run's id."""
+def _stored_stream(store: EventStore, run_id: str) -> tuple[str, Any]:
+    """The stream that holds the run, with its stored info: the run itself, or, when only its grades
+    arrived (before any trajectory), its grades stream ``<run>@grades``, which the analysis shows
+    under the run's id."""
     from procgrade.engine.errors import UnknownRunError
     from procgrade.engine.grades.record import grades_stream
 
     try:
-        store.run(run_id)
+        return run_id, store.run(run_id)
     except UnknownRunError:
-        store.run(grades_stream(run_id))  # neither: the run's own "no run" error names the grades stream
-        return grades_stream(run_id)
-    return run_id
+        stream = grades_stream(run_id)
+        return stream, store.run(stream)  # neither: the "no run" error names the grades stream
 
 
 def run_page(store: EventStore, run_id: str, ruleset: RuleSet) -> RunPage:
     """A run's timeline and its findings under ``ruleset`` (computed from the log, as ``explain`` does)."""
-    stored = _stored_stream(store, run_id)
-    info = store.run(stored)
+    stored, info = _stored_stream(store, run_id)
     findings, document = run_findings(store, ruleset, stored)
     titles = {rule.id: rule.title for rule in ruleset.rules}
     violated = [f for rule in ruleset.rules for f in findings[rule.id] if f.verdict == "violated"]
