@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import sys
 import threading
 from collections.abc import Iterator
 from typing import Any
@@ -29,12 +30,16 @@ _seen: list[bool] = []
 
 def _remembered(signum: int, frame: Any) -> None:
     _seen.append(True)
-    if frame is not None and frame.f_code.co_filename.endswith("weakref.py"):
-        # Landed in a weakref callback (run by the garbage collector): an exception raised there is
-        # printed as "Exception ignored ... Traceback" and lost. Deliver it again a moment later.
+    raise KeyboardInterrupt
+
+
+def _unraisable(unraisable: Any) -> None:
+    """A Ctrl-C that landed in a weakref callback or a ``__del__`` cannot propagate: Python would print
+    it as "Exception ignored ... Traceback" and lose it. Deliver it again a moment later instead."""
+    if issubclass(unraisable.exc_type, KeyboardInterrupt):
         threading.Timer(0.05, os.kill, (os.getpid(), signal.SIGINT)).start()
         return
-    raise KeyboardInterrupt
+    sys.__unraisablehook__(unraisable)
 
 
 def watch_interrupts() -> None:
@@ -44,6 +49,7 @@ def watch_interrupts() -> None:
     else installed (or SIG_IGN, as a shell gives background jobs) alone."""
     if _main_thread() and signal.getsignal(signal.SIGINT) is signal.default_int_handler:
         signal.signal(signal.SIGINT, _remembered)
+        sys.unraisablehook = _unraisable
 
 
 def interrupt_seen() -> bool:
