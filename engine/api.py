@@ -223,11 +223,7 @@ def score(store: Store, run_ids: Sequence[str], *, rules: Rules = None,
           progress: Callable[[str], None] | None = None) -> list[ScoreOutcome]:
     """``procgrade score``: score runs under a rule set and store one canonical document per run and rule
     set (identical re-scores are no-ops); ``progress(run_id)`` is called after each is stored."""
-    from procgrade.engine.rescoring import score_runs
-
-    ruleset = _ruleset(rules)
-    with _using(store) as opened:
-        return score_runs(opened, list(run_ids), ruleset, progress=progress)
+    return _score_many(store, list(run_ids), rules, 1, progress)
 
 
 def rescore(store: Store, *, rules: Rules = None, workers: int = 1,
@@ -235,14 +231,21 @@ def rescore(store: Store, *, rules: Rules = None, workers: int = 1,
     """``procgrade rescore --all``: score every stored run (``workers`` processes; the bytes stored never
     depend on it). A new rule set adds scores beside the old ones; stored scores are kept, so an
     interrupted rescore continues where it stopped when run again."""
-    from procgrade.engine.rescoring import score_runs
-
     if workers < 1:
         raise ProcgradeError(f"workers must be at least 1, got {workers}")
+    return _score_many(store, None, rules, workers, progress)
+
+
+def _score_many(store: Store, run_ids: list[str] | None, rules: Rules, workers: int,
+                progress: Callable[[str], None] | None) -> list[ScoreOutcome]:
+    """Score through the same executor path as the command line (one writer, one transaction per task)."""
+    from procgrade.engine.executors import LocalExecutor
+    from procgrade.engine.parallel_scoring import score_many
+
     ruleset = _ruleset(rules)
-    with _using(store) as opened:
-        run_ids = [info.run_id for info in opened.runs()]
-        return score_runs(opened, run_ids, ruleset, workers=workers, progress=progress)
+    told = None if progress is None else (lambda outcome: progress(outcome.document.run_id))
+    with _using(store) as opened, LocalExecutor(workers) as executor:
+        return score_many(opened, run_ids, ruleset, executor=executor, on_outcome=told)
 
 
 @dataclass(frozen=True)

@@ -1,32 +1,23 @@
 """Score, re-score and verify stored runs.
 
-Scoring is a pure function per run, so re-scoring is a map over runs: with
-``workers > 1`` chunks of runs go to a process pool, and the driver stores the
-documents in run order, so the bytes written never depend on the worker count.
-``verify`` recomputes every stored score from the stored log prefix and the
+Scoring is a pure function per run. :func:`score_runs` scores in this process; spreading
+the map over workers or a cluster is :mod:`procgrade.engine.parallel_scoring`'s (one writer,
+run order, the same bytes). ``verify`` recomputes every stored score from the stored log prefix and the
 stored rule set and compares bytes.
 """
 
 from __future__ import annotations
 
-import ctypes
-import os
-import signal
-import sys
-from collections.abc import Callable, Iterator, Sequence
-import contextlib
-import multiprocessing
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from fractions import Fraction
-from typing import Any
 
 import orjson
 
 from procgrade.engine.canonical import canonical_json
 from procgrade.engine.errors import ProcgradeError
-from procgrade.engine.interrupts import deferred_interrupt, interrupts_blocked, worker_ignores_interrupts
+from procgrade.engine.interrupts import deferred_interrupt
 from procgrade.engine.scoring import ScoreDocument, score_document, score_run
-from procgrade.engine.store import EventStore, open_store
+from procgrade.engine.store import EventStore
 from procgrade.engine.store.scores import ScoreStore, StoredScore
 from procgrade.engine.version import __version__ as ENGINE_VERSION
 from procgrade.rules.identity import ruleset_document, ruleset_hash
@@ -75,10 +66,11 @@ def run_findings(store: EventStore, ruleset: RuleSet, run_id: str) -> tuple[dict
 
 
 def score_runs(
-    store: EventStore, run_ids: Sequence[str], ruleset: RuleSet, *, workers: int = 1,
+    store: EventStore, run_ids: Sequence[str], ruleset: RuleSet, *,
     progress: Callable[[str], None] | None = None,
 ) -> list[ScoreOutcome]:
-    """Score ``run_ids`` (sorted) and store the documents; identical re-scores are no-ops."""
+    """Score ``run_ids`` (sorted) in this process and store the documents; identical re-scores are
+    no-ops. Scoring on several workers, or a cluster, goes through :mod:`procgrade.engine.parallel_scoring`."""
     scores = ScoreStore(store)
     digest = ruleset_hash(ruleset)
     body = canonical_json(ruleset_document(ruleset)).decode()
@@ -87,103 +79,23 @@ def score_runs(
     for run_id in ordered:
         store.run(run_id)  # unknown runs fail before any work
     outcomes: list[ScoreOutcome] = []
-    with contextlib.closing(_documents(store, ordered, ruleset, digest, body, workers)) as documents:
-        for document in documents:
-            # A Ctrl-C waits for the commit and its report: "N stored" is then exact.
-            with deferred_interrupt():
-                written = scores.append_score(StoredScore(
-                    document.run_id, document.ruleset_hash, document.engine_version, document.run_head_hash,
-                    document.run_event_count, _score_text(document), document.canonical.decode(), document.sha256,
-                ))
-                outcomes.append(ScoreOutcome(document, written))
-                if progress is not None:
-                    progress(document.run_id)
+    for run_id in ordered:
+        document = compute_score(store, ruleset, run_id, digest=digest)
+        # A Ctrl-C waits for the commit and its report: "N stored" is then exact.
+        with deferred_interrupt():
+            written = scores.append_score(StoredScore(
+                document.run_id, document.ruleset_hash, document.engine_version, document.run_head_hash,
+                document.run_event_count, _score_text(document), document.canonical.decode(), document.sha256,
+            ))
+            outcomes.append(ScoreOutcome(document, written))
+            if progress is not None:
+                progress(document.run_id)
     return outcomes
 
 
 def _score_text(document: ScoreDocument) -> str | None:
     value = document.process_score
     return None if value is None else f"{value.numerator}/{value.denominator}"
-
-
-def _documents(store: EventStore, run_ids: list[str], ruleset: RuleSet, digest: str, body: str,
-               workers: int) -> Iterator[ScoreDocument]:
-    if workers <= 1 or len(run_ids) < 2:
-        for run_id in run_ids:
-            yield compute_score(store, ruleset, run_id, digest=digest)
-        return
-    url = store.engine.url.render_as_string(hide_password=False)
-    tasks = [(url, body, chunk) for chunk in _chunks(run_ids, workers)]
-    # Workers ignore Ctrl-C (born with it blocked, then ignoring it): the driver alone answers it, by
-    # terminating the pool (workers only read, so stopping them loses nothing).
-    with interrupts_blocked():
-        pool = multiprocessing.Pool(workers, initializer=_worker_init, initargs=(os.getpid(),))
-    try:
-        # imap keeps submission order: results come in run order, whatever the worker count.
-        for fields_list in pool.imap(_score_task, tasks):
-            for fields in fields_list:
-                yield _document_from(fields, ruleset, digest)
-    except BaseException:
-        pool.terminate()
-        pool.join()
-        raise
-    pool.close()
-    pool.join()
-
-
-def _score_task(task: tuple[str, str, list[str]]) -> list[tuple[Any, ...]]:
-    return _score_chunk(*task)
-
-
-def _worker_init(parent: int) -> None:
-    """A worker dies with its driver and leaves Ctrl-C to it."""
-    _die_with_parent(parent)
-    worker_ignores_interrupts()
-
-
-def _die_with_parent(parent: int) -> None:
-    """In a worker: ask Linux to SIGKILL this process when its parent dies (``kill -9`` of
-    ``procgrade rescore`` must not leave workers running under PID 1, holding its stdout);
-    elsewhere, or if the parent is already gone, a worker that outlives it exits."""
-    if sys.platform.startswith("linux"):
-        try:
-            libc = ctypes.CDLL(None, use_errno=True)
-            libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-        except (OSError, AttributeError):
-            pass
-    if os.getppid() != parent:
-        os._exit(1)
-
-
-_PR_SET_PDEATHSIG = 1
-
-
-def _chunks(run_ids: list[str], workers: int) -> list[list[str]]:
-    size = max(1, -(-len(run_ids) // (workers * 4)))
-    return [run_ids[i:i + size] for i in range(0, len(run_ids), size)]
-
-
-def _score_chunk(url: str, body: str, run_ids: list[str]) -> list[tuple[Any, ...]]:
-    store = open_store(url)
-    try:
-        ruleset = ruleset_from_body(body)
-        digest = ruleset_hash(ruleset)
-        out = []
-        for run_id in run_ids:
-            doc = compute_score(store, ruleset, run_id, digest=digest)
-            out.append((doc.run_id, doc.run_head_hash, doc.run_event_count, doc.canonical))
-        return out
-    finally:
-        store.close()
-
-
-def _document_from(fields: tuple[Any, ...], ruleset: RuleSet, digest: str) -> ScoreDocument:
-    """Rebuild a worker's document in the driver (the canonical bytes travel unchanged)."""
-    run_id, head, count, canonical = fields
-    body = orjson.loads(canonical)
-    score = body["process_score"]
-    value = None if score is None else Fraction(int(score["num"]), int(score["den"]))
-    return ScoreDocument(run_id, digest, ENGINE_VERSION, head, count, value, body, canonical)
 
 
 def ruleset_from_body(body: str) -> RuleSet:
