@@ -365,6 +365,29 @@ def test_store_round_trip_and_score(store: Any, store_url: str) -> None:
     assert result.exit_code == 0, result.output
 
 
+def test_import_does_not_depend_on_the_folder_pointed_at(store: Any, tmp_path: Path) -> None:
+    """A log imported from a folder two levels up is the same run, byte for byte, as the log
+    imported alone: a .eval's members are placed from the archive, not from the folder (the
+    records once read ``../header.json`` from above and ``header.json`` alone, and the second
+    ingest was refused as a conflict)."""
+    deep = tmp_path / "archive" / "evals"
+    deep.mkdir(parents=True)
+    for log in (BROWSER, POPULARITY):
+        (deep / log.name).write_bytes(log.read_bytes())
+    from_above = {run.run_id: run.events for run in read_runs(tmp_path / "archive")}
+    alone = {run.run_id: run.events for log in (BROWSER, POPULARITY) for run in read_runs(deep / log.name)}
+    assert sorted(from_above) == sorted(alone) and len(alone) == 11
+    assert all(from_above[run_id] == alone[run_id] for run_id in alone)
+    start = alone[POPULARITY_RUN.format(1)][0]
+    assert [s["file"] for s in start.payload["source"]] == ["header.json", "samples/1_epoch_1.json"]
+
+    ingest_paths(store, [tmp_path / "archive"])
+    before = snapshot(store)
+    again = ingest_paths(store, [deep / POPULARITY.name, deep / BROWSER.name])
+    assert len(again.reports) == 11 and all(r.result.no_op for r in again.reports)
+    assert snapshot(store) == before
+
+
 # --- broken inputs ----------------------------------------------------------------------------------
 
 

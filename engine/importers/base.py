@@ -61,11 +61,12 @@ class Importer:
         raise NotImplementedError
 
     def builder(self, tree: SourceTree, unit: Unit, native_id: str, *, workspace_root: str | None = None,
-                files: Sequence[str] | None = None) -> RunBuilder:
-        """A builder for the run ``<name>/<native_id>`` made from ``unit``'s files."""
+                files: Sequence[str] | None = None, record_base: str | None = None) -> RunBuilder:
+        """A builder for the run ``<name>/<native_id>`` made from ``unit``'s files (``record_base``:
+        where the records of ``tree`` are placed from, when it is not the unit's own tree)."""
         return RunBuilder(tree, run_id=run_id_for(self.name, native_id), format=self.name,
                           importer_version=self.version, files=list(files if files is not None else unit.files),
-                          workspace_root=workspace_root, base=posixpath.dirname(unit.primary))
+                          workspace_root=workspace_root, base=posixpath.dirname(unit.primary), record_base=record_base)
 
 
 def run_id_for(format_name: str, native_id: str) -> str:

@@ -210,9 +210,13 @@ class RunBuilder:
     """Collects one run's events; :meth:`build` validates the contract and returns them."""
 
     def __init__(self, tree: SourceTree, *, run_id: str, format: str, importer_version: str,
-                 files: Sequence[str], workspace_root: str | None = None, base: str = "") -> None:
+                 files: Sequence[str], workspace_root: str | None = None, base: str = "",
+                 record_base: str | None = None) -> None:
         self.tree = tree
         self.base = base.strip("/")
+        # Records of a tree inside an archive member (an Inspect .eval) are placed from the archive,
+        # not from the folder the user pointed at: their paths are the archive's own.
+        self.record_base = self.base if record_base is None else record_base.strip("/")
         self.run_id = run_id
         self.format = format
         self.importer_version = importer_version
@@ -231,14 +235,15 @@ class RunBuilder:
         self._made_from: dict[int, int] = {}  # id(record) -> events made from it so far
         self._unparsed = 0
 
-    def place_of(self, rel: str) -> str:
+    def place_of(self, rel: str, base: str | None = None) -> str:
         """``rel`` (tree-relative) as seen from the run's folder (``../logs/x/report.json`` for a
         companion beside it), so ids and payloads do not depend on how far up the user pointed."""
-        if not self.base:
+        base = self.base if base is None else base
+        if not base:
             return rel
-        if rel.startswith(self.base + "/"):
-            return rel[len(self.base) + 1:]
-        return posixpath.relpath(rel, self.base)
+        if rel.startswith(base + "/"):
+            return rel[len(base) + 1:]
+        return posixpath.relpath(rel, base)
 
     def add_file(self, rel: str) -> None:
         """A file found while reading (a continuation, a sub-trajectory): listed on the run once."""
@@ -251,7 +256,7 @@ class RunBuilder:
         """Take a source record in: redacted now, and owed at least one event."""
         data = self.redactor.value(raw)
         ident = None if native_id is None else str(native_id)
-        rec = Record(self.tree, file, str(record), data, ident, self.place_of(file))
+        rec = Record(self.tree, file, str(record), data, ident, self.place_of(file, self.record_base))
         self._records.append(rec)
         return rec
 

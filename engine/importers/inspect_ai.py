@@ -167,7 +167,7 @@ class InspectImporter(Importer):
         runs = []
         for member in sample_files:
             sample = inner.json(member)
-            runs.append(_SampleReader(self, inner, unit, header_file, header, member, "", sample).read())
+            runs.append(_SampleReader(self, inner, unit, header_file, header, member, "", sample, in_archive=True).read())
         return runs
 
 
@@ -217,8 +217,9 @@ class _SampleReader:
     """Reads one sample (one epoch) into one run."""
 
     def __init__(self, importer: InspectImporter, tree: SourceTree, unit: Unit, header_file: str,
-                 header: dict[str, Any], sample_file: str, prefix: str, sample: Any) -> None:
+                 header: dict[str, Any], sample_file: str, prefix: str, sample: Any, *, in_archive: bool = False) -> None:
         self.importer, self.tree, self.unit = importer, tree, unit
+        self.in_archive = in_archive  # ``tree`` is the .eval's members: their paths are placed as they are
         self.header_file, self.header, self.sample_file, self.prefix = header_file, header, sample_file, prefix
         self.sample_label = prefix or "sample"
         if not isinstance(sample, dict):
@@ -256,7 +257,8 @@ class _SampleReader:
         epoch = whole.int("epoch")
         events = whole.get("events", list, required=False, default=[])
         scores = whole.get("scores", dict, required=False, default={})
-        b = self.b = self.importer.builder(self.tree, self.unit, f"{run_id}/{task}/{sample_id}_epoch_{epoch}")
+        b = self.b = self.importer.builder(self.tree, self.unit, f"{run_id}/{task}/{sample_id}_epoch_{epoch}",
+                                           record_base="" if self.in_archive else None)
 
         header_rec = b.record(self.header_file, "header", self.header, native_id=head.opt_str("eval.eval_id"))
         summary = {k: v for k, v in self.sample.items() if k not in ("events", "scores")}
