@@ -41,6 +41,7 @@ def benches(quick: bool, pg: str | None, work: Path) -> list[tuple[str, list[str
         ("imports", ["imports.py", "--copies", str(40 // scale)]),
         ("accept", ["accept.py", "-n", str(max(2, 5 // scale)), "--backend", "local"]),
         ("huge_run", ["huge_run.py", "--events", str(200_000 // scale)]),
+        ("report", ["report.py", "--repeats", "1" if quick else "3"]),
         ("collector_load", ["collector_load.py", "--db", f"sqlite:///{work}/collector.db",
                             "--events", str(10_000 // scale), "--max-seconds", "60"]),
     ]
