@@ -63,8 +63,15 @@ def plan_imports(tree: SourceTree, format: str = "auto", *, skip: Sequence[str] 
     remaining = [f for f in tree.selected if f not in set(skip)]
     claimed: set[str] = set()
     units: list[tuple[Importer, Unit]] = []
-    for importer in chosen:
-        candidates = [f for f in remaining if f not in claimed]
+    # Files whose name or head says for certain what they are go first to their importer.
+    outright = [(importer, [f for f in remaining if importer.claims_outright(tree, f)]) for importer in chosen]
+    for importer, candidates in [*outright, *((importer, None) for importer in chosen)]:
+        if candidates is None:
+            candidates = [f for f in remaining if f not in claimed]
+        else:
+            candidates = [f for f in candidates if f not in claimed]
+            if not candidates:
+                continue
         for unit in importer.find(tree, candidates):
             if unit.primary in claimed:
                 continue

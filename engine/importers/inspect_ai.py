@@ -66,7 +66,7 @@ import json
 import re
 import zipfile
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -111,21 +111,54 @@ class InspectImporter(Importer):
         if not lower.endswith(".json"):
             return False
         try:
-            head = tree.read_bytes(rel)[:8192]
+            head = tree.head(rel, 8192)
         except InputError:
             return False
         return bool(_JSON_HEAD.match(head)) and _EVAL_KEY.search(head) is not None
 
+    def claims_outright(self, tree: SourceTree, rel: str) -> bool:
+        # An Inspect log opens with its version and has its "eval" object near the top; no other
+        # format's file does, and other sniffers would parse a log of hundreds of MB to see that.
+        return rel.lower().endswith(".json") and self.sniff(tree, rel)
+
     def read(self, tree: SourceTree, unit: Unit) -> list[ImportedRun]:
+        return list(self.iter_runs(tree, unit))
+
+    def iter_runs(self, tree: SourceTree, unit: Unit) -> Iterator[ImportedRun]:
         if unit.primary.lower().endswith(".eval"):
-            return self._read_eval(tree, unit)
+            return iter(self._read_eval(tree, unit))
         return self._read_json(tree, unit)
 
     # --- containers ----------------------------------------------------------------------------
 
-    def _read_json(self, tree: SourceTree, unit: Unit) -> list[ImportedRun]:
+    def _read_json(self, tree: SourceTree, unit: Unit) -> Iterator[ImportedRun]:
+        """One run per sample, parsed one sample at a time when the log is laid out as Inspect
+        writes it (indented), else from the whole document; the same runs either way."""
         rel = unit.primary
-        doc = tree.json(rel)
+        split = tree.json_items(rel, "samples")
+        if split is None:
+            yield from self._read_json_whole(tree, unit, tree.json(rel), 0)
+            return
+        header = {k: v for k, v in split.header.items() if k != "reductions"}
+        items = split.items()
+        index = 0
+        while True:
+            try:
+                index, sample = next(items)
+            except StopIteration:
+                return
+            except ValueError:
+                # A sample that does not parse alone: the whole document gives the located
+                # error (or, laid out unusually, the samples from this one on).
+                doc = tree.json(rel)
+                if not isinstance(doc, dict) or {k: v for k, v in doc.items() if k not in ("samples", "reductions")} != header:
+                    raise InputError(tree.label(rel), None, None, "the log changed while it was read") from None
+                yield from self._read_json_whole(tree, unit, doc, index)
+                return
+            yield _SampleReader(self, tree, unit, rel, header, rel, f"samples[{index}]", sample).read()
+
+    def _read_json_whole(self, tree: SourceTree, unit: Unit, doc: Any, first: int) -> Iterator[ImportedRun]:
+        rel = unit.primary
         if not isinstance(doc, dict):
             raise InputError(tree.label(rel), None, None, "expected an Inspect eval log (a JSON object)")
         header = {k: v for k, v in doc.items() if k not in ("samples", "reductions")}
@@ -135,8 +168,8 @@ class InspectImporter(Importer):
                              "the log holds no samples (logged without samples, or still running)")
         if not isinstance(samples, list):
             raise InputError(tree.label(rel), None, "samples", f"expected an array, got {type(samples).__name__}")
-        return [_SampleReader(self, tree, unit, rel, header, rel, f"samples[{i}]", sample).read()
-                for i, sample in enumerate(samples)]
+        for i in range(first, len(samples)):
+            yield _SampleReader(self, tree, unit, rel, header, rel, f"samples[{i}]", samples[i]).read()
 
     def _read_eval(self, tree: SourceTree, unit: Unit) -> list[ImportedRun]:
         rel = unit.primary

@@ -37,6 +37,11 @@ _TOKEN_PATTERNS: tuple[tuple[str, str], ...] = (
     ("jwt", r"\beyJ[A-Za-z0-9_-]{10,}\.eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}"),
 )
 _TOKENS = re.compile("|".join(f"(?:{pattern})" for _, pattern in _TOKEN_PATTERNS))
+# Where a match of ``_TOKENS`` can start: each alternative's first literal characters. ``re``
+# scans for these fast; it cannot for ``_TOKENS`` itself (``\b`` then an alternation), which it
+# would try at every position of the text.
+_TOKEN_STARTS = re.compile(r"-----BEGIN |sk-|AKIA|ASIA|ABIA|ACCA|gh[pousr]_|github_pat_|glpat-|AIza|xox[abposr]-"
+                           r"|sk_|rk_|hf_|gsk_|eyJ")
 
 # "Bearer <token>" (Authorization headers), whatever the token looks like.
 _BEARER = re.compile(r"(?i)(\bbearer\s+)([A-Za-z0-9._~+/=-]{16,})")
@@ -103,16 +108,54 @@ def redact_text(text: str) -> tuple[str, int]:
 
     lowered = text.lower()
     if any(marker in lowered for marker in _TOKEN_MARKERS):
-        text = _TOKENS.sub(token, text)
+        text = _sub_at(_TOKENS, _TOKEN_STARTS, text, token)
     if "bearer" in lowered:
-        text = _BEARER.sub(bearer, text)
+        text = _sub_at(_BEARER, _BEARER_STARTS, text, bearer, folded=True)
     if "basic" in lowered:
-        text = _BASIC.sub(bearer, text)
-    if "://" in text:
+        text = _sub_at(_BASIC, _BASIC_STARTS, text, bearer, folded=True)
+    if "://" in text and "@" in text:  # the credentials end where the host begins, at an "@"
         text = _URL_CREDENTIALS.sub(bearer, text)
     if any(word in lowered for word in _NAME_WORDS):
-        text = _ASSIGNMENT.sub(assignment, text)
+        text = _sub_at(_ASSIGNMENT, _ASSIGNMENT_STARTS, text, assignment, folded=True)
     return text, count
+
+
+# Where matches of the case-insensitive patterns can start, in the lower-cased text.
+_BEARER_STARTS = re.compile("bearer")
+_BASIC_STARTS = re.compile("basic")
+_ASSIGNMENT_STARTS = re.compile("api|secret|token|passw|access|private|auth")
+# The non-ASCII letters ``re``'s IGNORECASE matches to ASCII ones (documented for ``[a-z]``).
+_FOLDS_TO_ASCII = ("\u0130", "\u0131", "\u017f", "\u212a")
+
+
+def _sub_at(pattern: re.Pattern[str], starts: re.Pattern[str], text: str, replace: Any, *, folded: bool = False) -> str:
+    """``pattern.sub(replace, text)``, trying ``pattern`` only where ``starts`` finds a place a
+    match of it can begin (the same leftmost, non-overlapping matches, found much faster: ``re``
+    scans for a literal quickly, but tries a pattern that opens with ``\b``, an alternation or
+    ``(?i)`` at every position). With ``folded``, ``starts`` is looked for in the lower-cased
+    text, for a case-insensitive ``pattern``; that is exact while lower-casing keeps every
+    position and no character that ``(?i)`` matches to an ASCII letter is there but those
+    letters themselves (``İ ı ſ K`` are), else ``pattern.sub`` itself runs."""
+    if folded:
+        where = text.lower()
+        if not text.isascii() and (len(where) != len(text) or any(c in text for c in _FOLDS_TO_ASCII)):
+            return pattern.sub(replace, text)
+    else:
+        where = text
+    pieces: list[str] = []
+    position = last = 0
+    while (found := starts.search(where, position)) is not None:
+        match = pattern.match(text, found.start())
+        if match is None:
+            position = found.start() + 1
+            continue
+        pieces.append(text[last:match.start()])
+        pieces.append(replace(match))
+        last = position = match.end()
+    if not pieces:
+        return text
+    pieces.append(text[last:])
+    return "".join(pieces)
 
 
 class Redactor:
