@@ -99,7 +99,7 @@ def _ingest(store: EventStore, paths: Sequence[Path | str], *, format: str, seal
             plan = plan_imports(tree, format, skip=native)
             unrecognised.extend(tree.label(rel) for rel in plan.unrecognised)
             for importer, unit in plan.units:
-                for run in importer.read(tree, unit):
+                for run in importer.iter_runs(tree, unit):  # one at a time: memory holds a run, not the file
                     try:
                         result = writer.append(run.run_id, run.events, seal=seal)
                     except StoreError as exc:

@@ -92,10 +92,13 @@ def pairs_without_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return result
 
 
-def shape(value: Any) -> tuple[int, int]:
-    """(how many keys its objects hold, how deep its arrays and objects nest) of a parsed
-    value, level by level (``list.extend`` does the visiting at C speed)."""
+def shape(value: Any) -> tuple[int, int, bool]:
+    """(how many keys its objects hold, how deep its arrays and objects nest, whether it holds a
+    float of 2**63 or more in magnitude) of a parsed value, level by level (``list.extend`` does
+    the visiting at C speed). Such a float may be an integer too big for 64 bits that orjson
+    read as a float."""
     keys = deepest = depth = 0
+    huge = False
     level = [value]
     while level:
         depth += 1
@@ -109,8 +112,13 @@ def shape(value: Any) -> tuple[int, int]:
             elif kind is list:
                 below.extend(item)
                 deepest = depth
+            elif kind is float and not -_BIG < item < _BIG:
+                huge = True
         level = below
-    return keys, deepest
+    return keys, deepest, huge
+
+
+_BIG = float(2**63)
 
 
 # A quote that ends a string (after an even run of backslashes), then blanks, then a colon.

@@ -68,18 +68,16 @@ def strict_json(data: bytes | str) -> Any:
     anything it parses differently from the standard library (integers past 64 bits, which
     it reads as floats; lone surrogates, which it refuses) or may have let through (a repeated
     key) goes to the exact stdlib path, which also gives the errors their lines and columns."""
-    if (_DIGITS_TEXT if isinstance(data, str) else _DIGITS).search(data) is None \
-            or (_LONG_NUMBER_TEXT if isinstance(data, str) else _LONG_NUMBER).search(data) is None:
-        try:
-            value = orjson.loads(data)  # nests at most 1024 deep, or raises
-        except orjson.JSONDecodeError:
-            pass
-        else:
-            keys, depth = shape(value)
-            if depth > MAX_DEPTH:
-                raise TooDeep(f"JSON nested deeper than {MAX_DEPTH} levels")
-            if keys == key_endings(data):  # else a key was repeated: the exact path names it
-                return value
+    try:
+        value = orjson.loads(data)  # nests at most 1024 deep, or raises
+    except orjson.JSONDecodeError:
+        pass
+    else:
+        keys, depth, huge = shape(value)
+        if depth > MAX_DEPTH:
+            raise TooDeep(f"JSON nested deeper than {MAX_DEPTH} levels")
+        if keys == key_endings(data) and not (huge and _may_hold_long_integer(data)):
+            return value  # else a key was repeated, or an integer became a float: the exact path
     return _exact_json(data)
 
 
@@ -94,12 +92,28 @@ def _exact_json(data: bytes | str) -> Any:
                       object_pairs_hook=pairs_without_duplicates)
 
 
-# A number token of 19 or more digits before any fraction: it may not fit 64 bits (orjson then
-# gives a float). Also found inside strings (``\": 1234...``): those only cost the slow path.
-_DIGITS = re.compile(rb"[0-9]{19}")  # a fast first look for the same
+_DIGITS = re.compile(rb"[0-9]{19}")
 _DIGITS_TEXT = re.compile(r"[0-9]{19}")
-_LONG_NUMBER = re.compile(rb"(?:^|[:\[,])[ \t\r\n]*-?[0-9]{19}")
-_LONG_NUMBER_TEXT = re.compile(r"(?:^|[:\[,])[ \t\r\n]*-?[0-9]{19}")
+_BEFORE_NUMBER = frozenset(b":[,")
+_BLANKS = frozenset(b" \t\r\n")
+
+
+def _may_hold_long_integer(data: bytes | str) -> bool:
+    """Whether a number token of 19 or more digits before any fraction is in ``data``: it may
+    not fit 64 bits, and orjson reads such an integer as a float (asked only when the parsed
+    value holds a float that big). Found from each run of 19 digits by what precedes it: a digit run after a ``.`` or a letter is a
+    fraction, an exponent or text; one after ``:``, ``[``, ``,`` (or at the start) is a number,
+    or inside a string (``\\": 1234...``), which only costs the exact path."""
+    text = isinstance(data, str)
+    for found in (_DIGITS_TEXT if text else _DIGITS).finditer(data):  # type: ignore[arg-type]
+        at = found.start()
+        if at and data[at - 1] in ("-", 45):
+            at -= 1
+        while at and (ord(data[at - 1]) if text else data[at - 1]) in _BLANKS:  # type: ignore[arg-type]
+            at -= 1
+        if at == 0 or (ord(data[at - 1]) if text else data[at - 1]) in _BEFORE_NUMBER:  # type: ignore[arg-type]
+            return True
+    return False
 
 
 def refuse_unsafe_json(label: str, line: int | None, exc: ValueError) -> None:
