@@ -216,3 +216,46 @@ def test_strict_json_keeps_big_integers_exact_and_refuses_what_is_not_json() -> 
     with pytest.raises(TooDeep, match="deeper than 128"):
         strict_json(b"[" * 129 + b"]" * 129)
     assert strict_json(b"[" * 128 + b"]" * 128) is not None
+
+
+# --- the worker that reads while ingest writes ---------------------------------------------------
+
+
+def _heads(store: Any) -> list[tuple[str, int, str]]:
+    return [(info.run_id, info.event_count, info.head_hash) for info in store.runs()]
+
+
+def test_a_log_read_by_a_worker_is_stored_as_when_read_in_process(
+        store: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from procgrade.engine.importers import inspect_ai, pipeline
+    from procgrade.engine.ingest import ingest_paths
+    from procgrade.engine.store import open_store
+
+    path = _write(tmp_path / "three.json", _log(3))
+    monkeypatch.setattr(inspect_ai, "_WORKER_BYTES", 0)
+    started: list[bool] = []
+    original = pipeline._parallel
+    monkeypatch.setattr(pipeline, "_parallel", lambda *a: started.append(original(*a)) or started[-1])
+    ingest_paths(store, [path])
+    assert started == [True]
+    monkeypatch.setenv("PROCGRADE_IMPORT_WORKERS", "0")
+    alone = open_store(f"sqlite:///{tmp_path / 'alone.db'}", create=True)
+    ingest_paths(alone, [path])
+    assert started == [True, False]
+    assert _heads(store) == _heads(alone) and len(_heads(store)) == 3
+    alone.close()
+
+
+def test_an_error_the_worker_meets_is_raised_here_and_nothing_is_written(
+        store: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from procgrade.engine.importers import inspect_ai
+    from procgrade.engine.ingest import ingest_paths
+
+    doc = _log(3)
+    del doc["samples"][2]["epoch"]
+    path = _write(tmp_path / "bad.json", doc)
+    monkeypatch.setattr(inspect_ai, "_WORKER_BYTES", 0)
+    with pytest.raises(InputError) as caught:
+        ingest_paths(store, [path])
+    assert "bad.json" in str(caught.value) and "samples[2]" in str(caught.value) and caught.value.field == "epoch"
+    assert _heads(store) == []

@@ -66,6 +66,11 @@ class Importer:
         """The run(s) in ``unit``; raises ``InputError`` naming file, record and field."""
         raise NotImplementedError
 
+    def worth_a_worker(self, tree: SourceTree, unit: Unit) -> bool:
+        """Whether ``unit`` holds enough runs to read them in a worker process while the
+        runs already read are written (:mod:`~procgrade.engine.importers.pipeline`)."""
+        return False
+
     def iter_runs(self, tree: SourceTree, unit: Unit) -> Iterator[ImportedRun]:
         """The run(s) in ``unit`` one at a time: what ingest writes from, so a format that
         holds many runs in one file can keep only one in memory (it overrides this)."""

@@ -84,6 +84,7 @@ _JSON_HEAD = re.compile(rb'^\s*\{\s*"version"\s*:\s*\d+\s*,')
 _EVAL_KEY = re.compile(rb'"eval"\s*:\s*\{')
 _SAMPLE_MEMBER = re.compile(r"^samples/(.+)_epoch_(\d+)\.json$")
 _ATTACHMENT = "attachment://"
+_WORKER_BYTES = 8 << 20  # a log this big is read in a worker while its runs are written
 
 _SHELL_TOOLS = {"bash", "bash_session", "shell", "execute_bash", "run_command", "run_shell_command"}
 _PYTHON_TOOLS = {"python", "python_exec", "execute_python", "run_python"}
@@ -120,6 +121,15 @@ class InspectImporter(Importer):
         # An Inspect log opens with its version and has its "eval" object near the top; no other
         # format's file does, and other sniffers would parse a log of hundreds of MB to see that.
         return rel.lower().endswith(".json") and self.sniff(tree, rel)
+
+    def worth_a_worker(self, tree: SourceTree, unit: Unit) -> bool:
+        # A .json log of many samples on disk (the worker reads it by itself; an archive
+        # member would have to be handed over, and a .eval's runs carry their inner tree).
+        path = tree.disk_path(unit.primary) if unit.primary.lower().endswith(".json") else None
+        try:
+            return path is not None and path.stat().st_size >= _WORKER_BYTES
+        except OSError:
+            return False
 
     def read(self, tree: SourceTree, unit: Unit) -> list[ImportedRun]:
         return list(self.iter_runs(tree, unit))

@@ -288,14 +288,11 @@ def _opening_quote(blob: bytes, position: int) -> int:
 
 def _after_string(blob: bytes, opening: int) -> int:
     """Where the JSON string opening at ``opening`` ends (after its closing quote)."""
-    quote = opening + 1
-    while True:
-        quote = blob.find(b'"', quote)
-        if quote < 0:
-            return len(blob)
-        if not _escaped(blob, quote):
-            return quote + 1
-        quote += 1
+    found = _JSON_STRING.match(blob, opening)
+    return found.end() if found is not None else len(blob)
+
+
+_JSON_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.S)
 
 
 # What each family of patterns needs in the (lower-cased) text before its regex is worth running.
