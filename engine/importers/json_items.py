@@ -47,13 +47,7 @@ class ArrayItems:
         data = self._data
         for index, (start, end) in enumerate(self.spans):
             item = self._parse(data[start:end])
-            if isinstance(data, mmap.mmap) and start - released >= _RELEASE_EVERY:
-                upto = start - start % _PAGE
-                try:
-                    data.madvise(mmap.MADV_DONTNEED, released, upto - released)
-                except (AttributeError, OSError, ValueError):  # not on this platform: only memory
-                    pass
-                released = upto
+            released = _release(data, released, start)
             yield index, item
 
     def __len__(self) -> int:
@@ -83,11 +77,12 @@ def split_array(data: bytes | mmap.mmap, key: str, parse: Any) -> ArrayItems | N
     item_indent = indent * 2
     opener = b"\n" + indent + b'"' + key.encode() + b'": ['
     at = data.find(opener)
-    if at < 0 or data.find(opener, at + 1) >= 0:
+    if at < 0:  # (a second array of that name later on is in the header: its parse refuses it)
         return None
     array_start = at + len(opener) - 1  # the "["
     position = array_start + 1
     spans: list[tuple[int, int]] = []
+    released = 0
     item_open = b"\n" + item_indent + b"{"
     item_close = b"\n" + item_indent + b"}"
     while True:
@@ -111,12 +106,15 @@ def split_array(data: bytes | mmap.mmap, key: str, parse: Any) -> ArrayItems | N
         end = close + len(item_close)
         spans.append((rest, end))
         position = end
+        released = _release(data, released, position)
     if not spans:
         return None
+    _release(data, released, len(data), every=0)
     token = b'"' + _SENTINEL.encode() + b'"'
-    if data.find(_SENTINEL.encode()) >= 0:
+    before, after = bytes(data[:array_start]), bytes(data[array_end:])
+    if _SENTINEL.encode() in before or _SENTINEL.encode() in after:
         return None
-    header_bytes = bytes(data[:array_start]) + token + bytes(data[array_end:])
+    header_bytes = before + token + after
     try:
         header = parse(header_bytes)
     except ValueError:
@@ -125,6 +123,20 @@ def split_array(data: bytes | mmap.mmap, key: str, parse: Any) -> ArrayItems | N
         return None
     del header[key]
     return ArrayItems(header, spans, data, parse)
+
+
+def _release(data: bytes | mmap.mmap, released: int, upto: int, every: int = _RELEASE_EVERY) -> int:
+    """Give the pages of a mapped file before ``upto`` back to the kernel (read again from the
+    page cache if touched again) once ``every`` bytes are read: the process's memory then holds
+    a window of the file, not all of it. Returns the new released offset."""
+    if not isinstance(data, mmap.mmap) or upto - released < max(every, _PAGE):
+        return released
+    upto -= upto % _PAGE
+    try:
+        data.madvise(mmap.MADV_DONTNEED, released, upto - released)
+    except (AttributeError, OSError, ValueError):  # not on this platform: it only costs memory
+        return released
+    return upto
 
 
 def _skip_blank(data: bytes | mmap.mmap, position: int) -> int:

@@ -256,16 +256,38 @@ def _unchanged(value: Any) -> bool:
         if start < 0:
             return False
         end = _after_string(blob, start)
-        text = orjson.loads(blob[start:end])
         if blob[end:end + 1] == b":":  # a key: its rule looks at the string it holds
-            if not _is_secret_key(text) or blob[end + 1:end + 2] != b'"':
+            if not _is_secret_key(orjson.loads(blob[start:end])) or blob[end + 1:end + 2] != b'"':
                 continue
             held = orjson.loads(blob[end + 1:_after_string(blob, end + 1)])
             if len(held) >= 16 and _looks_secret(held):
                 return False
-        elif len(text) >= _SHORTEST_SECRET and redact_text(text)[1]:
+        elif _string_changes(blob[start:end]):
             return False
     return True
+
+
+def _string_changes(token: bytes) -> bool:
+    """Whether redaction changes the JSON string ``token``. Remembered (up to
+    :data:`_VERDICT_BYTES` of tokens): a transcript repeats its strings (every model call carries
+    the conversation so far), and the answer is the same."""
+    global _verdict_bytes
+    known = _verdicts.get(token)
+    if known is not None:
+        return known
+    text = orjson.loads(token)
+    verdict = len(text) >= _SHORTEST_SECRET and redact_text(text)[1] > 0
+    if _verdict_bytes + len(token) > _VERDICT_BYTES:
+        _verdicts.clear()
+        _verdict_bytes = 0
+    _verdicts[token] = verdict
+    _verdict_bytes += len(token)
+    return verdict
+
+
+_verdicts: dict[bytes, bool] = {}
+_verdict_bytes = 0
+_VERDICT_BYTES = 16 << 20
 
 
 def _escaped(blob: bytes, quote: int) -> bool:
