@@ -9,7 +9,8 @@ distinct sample ids (500 copies: about 200 MB of JSON, 17,500 events after impor
 + system, peak RSS):
 
 - ``inspect score --scorer includes --action overwrite --overwrite LOG`` (on a fresh copy of
-  the log each round, since it rewrites the file);
+  the log each round, since it rewrites the file; inspect-ai and openai, the log's model
+  provider, which inspect loads although the scorer calls no model: a dummy key is set);
 - ``procgrade ingest --db sqlite:///FRESH.db LOG``;
 - ``procgrade rescore --all --db sqlite:///FRESH.db``.
 
@@ -63,10 +64,13 @@ _BUILD_LOG = textwrap.dedent("""
 def inspect_venv(folder: Path) -> Path:
     """The ``inspect`` command of a venv holding inspect-ai (made on first use)."""
     command = folder / "bin" / "inspect"
+    python = folder / "bin" / "python"
     if not command.exists():
         print(f"installing inspect-ai into {folder} (once) ...", flush=True)
         venv.create(folder, with_pip=True, clear=True)
-        subprocess.run([str(folder / "bin" / "python"), "-m", "pip", "install", "--quiet", "inspect-ai"], check=True)
+    # openai: the log's model provider, which inspect loads even for a scorer that calls no model
+    if subprocess.run([str(python), "-c", "import inspect_ai, openai"], capture_output=True).returncode:
+        subprocess.run([str(python), "-m", "pip", "install", "--quiet", "inspect-ai", "openai"], check=True)
     return command
 
 
@@ -84,11 +88,11 @@ def build_log(python: Path, samples: int) -> Path:
     return target
 
 
-def timed(command: list[str], cwd: Path) -> tuple[float, float, float]:
+def timed(command: list[str], cwd: Path, env: dict[str, str] | None = None) -> tuple[float, float, float]:
     """Run ``command`` under /usr/bin/time: (wall s, CPU s = user + system, peak RSS MB); fails loudly."""
     with tempfile.NamedTemporaryFile("r", suffix=".time") as out:
         done = subprocess.run(["/usr/bin/time", "-o", out.name, "-f", "%e %U %S %M", *command],
-                              capture_output=True, text=True, cwd=cwd)
+                              capture_output=True, text=True, cwd=cwd, env=env)
         wall, user, system, peak_kb = out.read().split()[-4:]
     if done.returncode:
         sys.stderr.write(done.stdout[-2000:] + done.stderr[-4000:])
@@ -111,6 +115,9 @@ def main() -> None:
     size_mb = log.stat().st_size / 1e6
     print(f"log: {log} ({size_mb:.0f} MB, {args.samples} samples); load average {os.getloadavg()[0]:.1f}")
 
+    # The includes scorer calls no model, but inspect builds the log's model client, which wants a key.
+    inspect_env = {**os.environ, "OPENAI_API_KEY": os.environ.get("OPENAI_API_KEY", "sk-unused-by-the-includes-scorer"),
+                   "NO_COLOR": "1"}
     seen: dict[str, list[tuple[float, float, float]]] = {"inspect score": [], "procgrade ingest": [],
                                                         "procgrade rescore --all": []}
     with tempfile.TemporaryDirectory(prefix="procgrade-inspect-") as tmp:
@@ -124,7 +131,7 @@ def main() -> None:
                     ("procgrade ingest", [procgrade, "ingest", "--db", db, str(log)]),
                     ("procgrade rescore --all", [procgrade, "rescore", "--all", "--db", db])]
             for name, command in runs:
-                wall, cpu, peak = timed(command, work)
+                wall, cpu, peak = timed(command, work, inspect_env if name == "inspect score" else None)
                 seen[name].append((wall, cpu, peak))
                 print(f"round {round_}: {name:<24} {wall:7.2f} s wall {cpu:7.2f} s CPU {peak:7.0f} MB peak RSS",
                       flush=True)

@@ -162,7 +162,9 @@ class InspectImporter(Importer):
                 # error (or, laid out unusually, the samples from this one on).
                 doc = tree.json(rel)
                 if not isinstance(doc, dict) or {k: v for k, v in doc.items() if k not in ("samples", "reductions")} != header:
-                    raise InputError(tree.label(rel), None, None, "the log changed while it was read") from None
+                    # a file rewritten while it was read, or indented so as to mislead the sample finder
+                    raise InputError(tree.label(rel), None, None, "the samples could not be read one by one (the log "
+                                     "changed while it was read, or is indented unusually)") from None
                 yield from self._read_json_whole(tree, unit, doc, index)
                 return
             yield _SampleReader(self, tree, unit, rel, header, rel, f"samples[{index}]", sample).read()

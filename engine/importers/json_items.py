@@ -32,7 +32,7 @@ _RELEASE_EVERY = 32 << 20  # give read pages back to the kernel every 32 MB (pea
 
 @dataclass
 class ArrayItems:
-    """The document without the array (``header``, the array's key holding nothing) and the
+    """The document without the array (``header``, without the array's key either) and the
     array's items, parsed one at a time as :meth:`items` is iterated."""
 
     header: dict[str, Any]
