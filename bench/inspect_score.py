@@ -133,7 +133,7 @@ def main() -> None:
             for name, command in runs:
                 wall, cpu, peak = timed(command, work, inspect_env if name == "inspect score" else None)
                 seen[name].append((wall, cpu, peak))
-                print(f"round {round_}: {name:<24} {wall:7.2f} s wall {cpu:7.2f} s CPU {peak:7.0f} MB peak RSS",
+                print(f"round {round_}: {name:<24} {wall:7.2f} s wall {cpu:7.2f} s CPU {peak:7.0f} MB peak",
                       flush=True)
             copy.unlink()
             (work / f"round{round_}.db").unlink()
