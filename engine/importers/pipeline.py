@@ -106,8 +106,7 @@ def _read(importer: Importer, tree: SourceTree, unit: Unit, writer: Any, slots: 
         try:
             writer.close()
         finally:
-            sys.stdout.flush()
-            os._exit(code)
+            os._exit(code)  # no flush: buffered output inherited from the parent is the parent's to write
 
 
 def _portable(exc: BaseException) -> tuple[Any, ...]:
