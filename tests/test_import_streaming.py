@@ -233,6 +233,7 @@ def test_a_log_read_by_a_worker_is_stored_as_when_read_in_process(
 
     path = _write(tmp_path / "three.json", _log(3))
     monkeypatch.setattr(inspect_ai, "_WORKER_BYTES", 0)
+    monkeypatch.setenv("PROCGRADE_IMPORT_WORKERS", "1")  # whatever the machine's load
     started: list[bool] = []
     original = pipeline._parallel
     monkeypatch.setattr(pipeline, "_parallel", lambda *a: started.append(original(*a)) or started[-1])
@@ -255,6 +256,7 @@ def test_an_error_the_worker_meets_is_raised_here_and_nothing_is_written(
     del doc["samples"][2]["epoch"]
     path = _write(tmp_path / "bad.json", doc)
     monkeypatch.setattr(inspect_ai, "_WORKER_BYTES", 0)
+    monkeypatch.setenv("PROCGRADE_IMPORT_WORKERS", "1")
     with pytest.raises(InputError) as caught:
         ingest_paths(store, [path])
     assert "bad.json" in str(caught.value) and "samples[2]" in str(caught.value) and caught.value.field == "epoch"
