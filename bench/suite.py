@@ -39,6 +39,7 @@ def benches(quick: bool, pg: str | None, work: Path) -> list[tuple[str, list[str
         ("rescore 537x35", ["rescore.py", "--events", str(537 * 35), "--runs", "537"]),
         ("canonical", ["canonical.py", "--payloads", str(20_000 // scale)]),
         ("imports", ["imports.py", "--copies", str(40 // scale)]),
+        ("inspect_score", ["inspect_score.py", "--samples", str(500 // scale), "--rounds", "2"]),
         ("accept", ["accept.py", "-n", str(max(2, 5 // scale)), "--backend", "local"]),
         ("huge_run", ["huge_run.py", "--events", str(200_000 // scale)]),
         ("report", ["report.py", "--repeats", "1" if quick else "3"]),

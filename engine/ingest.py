@@ -79,6 +79,7 @@ def ingest_paths(store: EventStore, paths: Sequence[Path | str], *, format: str 
 
 def _ingest(store: EventStore, paths: Sequence[Path | str], *, format: str, seal: bool, given: Overrides) -> Ingested:
     from procgrade.engine.importers import plan_imports
+    from procgrade.engine.importers.pipeline import runs_of
     from procgrade.engine.importers.source_tree import open_tree
 
     reports: list[IngestReport] = []
@@ -99,7 +100,7 @@ def _ingest(store: EventStore, paths: Sequence[Path | str], *, format: str, seal
             plan = plan_imports(tree, format, skip=native)
             unrecognised.extend(tree.label(rel) for rel in plan.unrecognised)
             for importer, unit in plan.units:
-                for run in importer.read(tree, unit):
+                for run in runs_of(importer, tree, unit):  # read by a worker while written here
                     try:
                         result = writer.append(run.run_id, run.events, seal=seal)
                     except StoreError as exc:

@@ -17,7 +17,8 @@ from typing import Any
 
 import orjson
 
-__all__ = ["MAX_DEPTH", "TooDeep", "DuplicateKey", "nesting_error", "duplicate_key", "pairs_without_duplicates"]
+__all__ = ["MAX_DEPTH", "TooDeep", "DuplicateKey", "nesting_error", "duplicate_key", "may_hide_duplicate", "key_endings", "shape",
+           "pairs_without_duplicates"]
 
 #: Deepest nesting of arrays and objects accepted anywhere (well below any recursion limit).
 MAX_DEPTH = 128
@@ -27,8 +28,6 @@ _STRING_TEXT = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.S)
 # Unrolled (``[^"\\]*(?:\\.[^"\\]*)*``): many times faster in ``re`` than an alternation per character.
 _KEY = re.compile(rb'"([^"\\]*(?:\\.[^"\\]*)*)"\s*:', re.S)
 _KEY_TEXT = re.compile(r'"([^"\\]*(?:\\.[^"\\]*)*)"\s*:', re.S)
-_KEY_END = re.compile(rb'"[ \t\r\n]*:')
-_KEY_END_TEXT = re.compile(r'"[ \t\r\n]*:')
 _UNPARSED = object()
 _BRACKET = re.compile(rb"[\[\]{}]")
 _BRACKET_TEXT = re.compile(r"[\[\]{}]")
@@ -93,16 +92,69 @@ def pairs_without_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return result
 
 
-def _count_keys(value: Any) -> int:
-    count, stack = 0, [value]
-    while stack:
-        item = stack.pop()
-        if type(item) is dict:
-            count += len(item)
-            stack.extend(item.values())
-        elif type(item) is list:
-            stack.extend(item)
-    return count
+def shape(value: Any) -> tuple[int, int, bool]:
+    """(how many keys its objects hold, how deep its arrays and objects nest, whether it holds a
+    float of 2**63 or more in magnitude) of a parsed value, level by level (``list.extend`` does
+    the visiting at C speed). Such a float may be an integer too big for 64 bits that orjson
+    read as a float."""
+    keys = deepest = depth = 0
+    huge = False
+    level = [value]
+    while level:
+        depth += 1
+        below: list[Any] = []
+        for item in level:
+            kind = type(item)
+            if kind is dict:
+                keys += len(item)
+                below.extend(item.values())
+                deepest = depth
+            elif kind is list:
+                below.extend(item)
+                deepest = depth
+            elif kind is float and not -_BIG < item < _BIG:
+                huge = True
+        level = below
+    return keys, deepest, huge
+
+
+_BIG = float(2**63)
+
+
+# A quote that ends a string (after an even run of backslashes), then blanks, then a colon.
+_KEY_END_SPACED = re.compile(rb'(?<!\\)(?:\\\\)*"[ \t\r\n]+:')
+_KEY_END_SPACED_TEXT = re.compile(r'(?<!\\)(?:\\\\)*"[ \t\r\n]+:')
+# The same without the parity (a literal first character: a fast scan), to see if any is there.
+_QUOTE_SPACED = re.compile(rb'"[ \t\r\n]+:')
+_QUOTE_SPACED_TEXT = re.compile(r'"[ \t\r\n]+:')
+
+
+def key_endings(data: bytes | str) -> int:
+    """How many keys ``data`` (valid JSON) holds, from its text: every ``":`` whose quote ends a
+    string, i.e. follows an even run of backslashes (``\\":`` inside a string follows an odd
+    one). With c(k) the ``":`` following k or more backslashes (``bytes.count``, C speed), those
+    after an even run number c(0) - c(1) + c(2) - ...; a quote, blanks, then a colon is rare
+    (indented JSON has no blank before its colons) and counted by a regex only when present."""
+    text = isinstance(data, str)
+    colon, backslash = ('":', "\\") if text else (b'":', b"\\")
+    endings, sign, needle = 0, 1, colon
+    while True:
+        found = data.count(needle)  # type: ignore[arg-type]
+        if not found:
+            break
+        endings += sign * found
+        sign, needle = -sign, backslash + needle
+    if (_QUOTE_SPACED_TEXT if text else _QUOTE_SPACED).search(data) is not None:  # type: ignore[arg-type]
+        endings += len((_KEY_END_SPACED_TEXT if text else _KEY_END_SPACED).findall(data))  # type: ignore[arg-type]
+    return endings
+
+
+def may_hide_duplicate(data: bytes | str, value: Any) -> bool:
+    """Whether ``value`` (the parse of valid JSON ``data`` by a parser that keeps the last of two
+    equal keys) may have dropped a repeated key: when it holds as many keys as the text does,
+    none was dropped. (Keys spelled with escapes, ``"a"`` and ``"\\u0061"``, count as two in
+    the text and one in the value: a true duplicate, reported as such by the exact path.)"""
+    return key_endings(data) != shape(value)[0]
 
 
 def duplicate_key(data: bytes | str) -> str | None:
@@ -117,8 +169,7 @@ def duplicate_key(data: bytes | str) -> str | None:
     except orjson.JSONDecodeError:
         parsed = _UNPARSED
     if parsed is not _UNPARSED:
-        endings = len((_KEY_END_TEXT if isinstance(data, str) else _KEY_END).findall(data))
-        if endings == _count_keys(parsed):
+        if not may_hide_duplicate(data, parsed):
             return None
     else:
         keys = (_KEY_TEXT if isinstance(data, str) else _KEY).findall(data)

@@ -63,8 +63,8 @@ def plan_imports(tree: SourceTree, format: str = "auto", *, skip: Sequence[str] 
     remaining = [f for f in tree.selected if f not in set(skip)]
     claimed: set[str] = set()
     units: list[tuple[Importer, Unit]] = []
-    for importer in chosen:
-        candidates = [f for f in remaining if f not in claimed]
+
+    def claim(importer: Importer, candidates: list[str]) -> None:
         for unit in importer.find(tree, candidates):
             if unit.primary in claimed:
                 continue
@@ -72,6 +72,15 @@ def plan_imports(tree: SourceTree, format: str = "auto", *, skip: Sequence[str] 
                 unit = Unit(unit.primary, tuple(f for f in unit.companions if f not in claimed))
             units.append((importer, unit))
             claimed.update(unit.files)
+
+    # Files whose name or first bytes say for certain what they are go to their importer first:
+    # other sniffers would parse a big file whole to see it is not theirs.
+    for importer in chosen:
+        certain = [f for f in remaining if f not in claimed and importer.claims_outright(tree, f)]
+        if certain:
+            claim(importer, certain)
+    for importer in chosen:
+        claim(importer, [f for f in remaining if f not in claimed])
     unrecognised = [f for f in remaining if f not in claimed]
     if not units and not skip:
         tried = "any known format" if format == "auto" else f"the {format} format"

@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import posixpath
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import ClassVar, NamedTuple
 
 from procgrade.engine.importers.building import ImportedRun, RunBuilder
@@ -52,6 +52,12 @@ class Importer:
         """Whether ``rel`` is a primary file of this format (must not raise)."""
         raise NotImplementedError
 
+    def claims_outright(self, tree: SourceTree, rel: str) -> bool:
+        """Whether ``rel``'s name or first bytes show, beyond doubt, that it is a primary file
+        of this format (must not raise). Such files are given to this importer before the
+        others are asked, so no sniffer parses a big file of another format to decide."""
+        return False
+
     def companions(self, tree: SourceTree, rel: str) -> list[str]:
         """Files that belong to the run(s) in ``rel`` (claimed with it)."""
         return []
@@ -59,6 +65,16 @@ class Importer:
     def read(self, tree: SourceTree, unit: Unit) -> list[ImportedRun]:
         """The run(s) in ``unit``; raises ``InputError`` naming file, record and field."""
         raise NotImplementedError
+
+    def worth_a_worker(self, tree: SourceTree, unit: Unit) -> bool:
+        """Whether ``unit`` holds enough runs to read them in a worker process while the
+        runs already read are written (:mod:`~procgrade.engine.importers.pipeline`)."""
+        return False
+
+    def iter_runs(self, tree: SourceTree, unit: Unit) -> Iterator[ImportedRun]:
+        """The run(s) in ``unit`` one at a time: what ingest writes from, so a format that
+        holds many runs in one file can keep only one in memory (it overrides this)."""
+        yield from self.read(tree, unit)
 
     def builder(self, tree: SourceTree, unit: Unit, native_id: str, *, workspace_root: str | None = None,
                 files: Sequence[str] | None = None, record_base: str | None = None) -> RunBuilder:

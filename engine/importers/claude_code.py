@@ -207,6 +207,8 @@ class ClaudeCodeImporter(Importer):
 
     def find(self, tree: SourceTree, candidates: Any) -> list[Unit]:
         primaries = [rel for rel in candidates if self.sniff(tree, rel)]
+        if not primaries:  # no session here: the tree is not walked for sub-agent files
+            return []
         flat = _flat_agent_files(tree)
         companions = {rel: _companions(tree, rel, flat) for rel in primaries}
         owned = {c for files in companions.values() for c in files}

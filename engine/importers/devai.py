@@ -176,7 +176,7 @@ class DevAIImporter(Importer):
         if not rel.lower().endswith(".json") or posixpath.basename(rel) == SCHEMA_NAME:
             return False
         try:
-            head = tree.read_bytes(rel)[:4096]
+            head = tree.head(rel, 4096)
         except InputError:
             return False
         return _HEAD.match(head) is not None

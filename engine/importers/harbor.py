@@ -147,7 +147,7 @@ def _content_text(value: Any) -> str:
 
 def _json_head(tree: SourceTree, rel: str, limit: int = 4096) -> bytes:
     try:
-        return tree.read_bytes(rel)[:limit]
+        return tree.head(rel, limit)
     except InputError:
         return b""
 

@@ -66,7 +66,7 @@ import json
 import re
 import zipfile
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -84,6 +84,7 @@ _JSON_HEAD = re.compile(rb'^\s*\{\s*"version"\s*:\s*\d+\s*,')
 _EVAL_KEY = re.compile(rb'"eval"\s*:\s*\{')
 _SAMPLE_MEMBER = re.compile(r"^samples/(.+)_epoch_(\d+)\.json$")
 _ATTACHMENT = "attachment://"
+_WORKER_BYTES = 8 << 20  # a log this big is read in a worker while its runs are written
 
 _SHELL_TOOLS = {"bash", "bash_session", "shell", "execute_bash", "run_command", "run_shell_command"}
 _PYTHON_TOOLS = {"python", "python_exec", "execute_python", "run_python"}
@@ -111,21 +112,65 @@ class InspectImporter(Importer):
         if not lower.endswith(".json"):
             return False
         try:
-            head = tree.read_bytes(rel)[:8192]
+            head = tree.head(rel, 8192)
         except InputError:
             return False
         return bool(_JSON_HEAD.match(head)) and _EVAL_KEY.search(head) is not None
 
+    def claims_outright(self, tree: SourceTree, rel: str) -> bool:
+        # An Inspect log opens with its version and has its "eval" object near the top; no other
+        # format's file does, and other sniffers would parse a log of hundreds of MB to see that.
+        return rel.lower().endswith(".json") and self.sniff(tree, rel)
+
+    def worth_a_worker(self, tree: SourceTree, unit: Unit) -> bool:
+        # A .json log of many samples on disk (the worker reads it by itself; an archive
+        # member would have to be handed over, and a .eval's runs carry their inner tree).
+        path = tree.disk_path(unit.primary) if unit.primary.lower().endswith(".json") else None
+        try:
+            return path is not None and path.stat().st_size >= _WORKER_BYTES
+        except OSError:
+            return False
+
     def read(self, tree: SourceTree, unit: Unit) -> list[ImportedRun]:
+        return list(self.iter_runs(tree, unit))
+
+    def iter_runs(self, tree: SourceTree, unit: Unit) -> Iterator[ImportedRun]:
         if unit.primary.lower().endswith(".eval"):
-            return self._read_eval(tree, unit)
+            return iter(self._read_eval(tree, unit))
         return self._read_json(tree, unit)
 
     # --- containers ----------------------------------------------------------------------------
 
-    def _read_json(self, tree: SourceTree, unit: Unit) -> list[ImportedRun]:
+    def _read_json(self, tree: SourceTree, unit: Unit) -> Iterator[ImportedRun]:
+        """One run per sample, parsed one sample at a time when the log is laid out as Inspect
+        writes it (indented), else from the whole document; the same runs either way."""
         rel = unit.primary
-        doc = tree.json(rel)
+        split = tree.json_items(rel, "samples")
+        if split is None:
+            yield from self._read_json_whole(tree, unit, tree.json(rel), 0)
+            return
+        header = {k: v for k, v in split.header.items() if k != "reductions"}
+        items = split.items()
+        index = 0
+        while True:
+            try:
+                index, sample = next(items)
+            except StopIteration:
+                return
+            except ValueError:
+                # A sample that does not parse alone: the whole document gives the located
+                # error (or, laid out unusually, the samples from this one on).
+                doc = tree.json(rel)
+                if not isinstance(doc, dict) or {k: v for k, v in doc.items() if k not in ("samples", "reductions")} != header:
+                    # a file rewritten while it was read, or indented so as to mislead the sample finder
+                    raise InputError(tree.label(rel), None, None, "the samples could not be read one by one (the log "
+                                     "changed while it was read, or is indented unusually)") from None
+                yield from self._read_json_whole(tree, unit, doc, index)
+                return
+            yield _SampleReader(self, tree, unit, rel, header, rel, f"samples[{index}]", sample).read()
+
+    def _read_json_whole(self, tree: SourceTree, unit: Unit, doc: Any, first: int) -> Iterator[ImportedRun]:
+        rel = unit.primary
         if not isinstance(doc, dict):
             raise InputError(tree.label(rel), None, None, "expected an Inspect eval log (a JSON object)")
         header = {k: v for k, v in doc.items() if k not in ("samples", "reductions")}
@@ -135,8 +180,8 @@ class InspectImporter(Importer):
                              "the log holds no samples (logged without samples, or still running)")
         if not isinstance(samples, list):
             raise InputError(tree.label(rel), None, "samples", f"expected an array, got {type(samples).__name__}")
-        return [_SampleReader(self, tree, unit, rel, header, rel, f"samples[{i}]", sample).read()
-                for i, sample in enumerate(samples)]
+        for i in range(first, len(samples)):
+            yield _SampleReader(self, tree, unit, rel, header, rel, f"samples[{i}]", samples[i]).read()
 
     def _read_eval(self, tree: SourceTree, unit: Unit) -> list[ImportedRun]:
         rel = unit.primary

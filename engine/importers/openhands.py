@@ -425,7 +425,7 @@ _EVAL_HISTORY = re.compile(rb'"history"\s*:\s*\[\s*(?:\{\s*"id"\s*:\s*(["\d]))?'
 
 def _head(tree: SourceTree, rel: str, size: int = 4096) -> bytes:
     try:
-        return tree.read_bytes(rel)[:size]
+        return tree.head(rel, size)
     except InputError:
         return b""
 

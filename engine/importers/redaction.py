@@ -11,10 +11,13 @@ the number of replacements is recorded on the run.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections import Counter
 from typing import Any
+
+import orjson
 
 __all__ = ["REDACTION_MARKER", "Redactor", "redact_text", "shannon_entropy"]
 
@@ -37,6 +40,11 @@ _TOKEN_PATTERNS: tuple[tuple[str, str], ...] = (
     ("jwt", r"\beyJ[A-Za-z0-9_-]{10,}\.eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}"),
 )
 _TOKENS = re.compile("|".join(f"(?:{pattern})" for _, pattern in _TOKEN_PATTERNS))
+# Where a match of ``_TOKENS`` can start: each alternative's first literal characters. They are
+# found with one Aho-Corasick scan; ``re`` tries ``_TOKENS`` itself (``\b`` then an alternation)
+# at every position of the text.
+_TOKEN_STARTS = ("-----BEGIN ", "sk-", "AKIA", "ASIA", "ABIA", "ACCA", *(f"gh{c}_" for c in "pousr"), "github_pat_",
+                 "glpat-", "AIza", *(f"xox{c}-" for c in "abposr"), "sk_", "rk_", "hf_", "gsk_", "eyJ")
 
 # "Bearer <token>" (Authorization headers), whatever the token looks like.
 _BEARER = re.compile(r"(?i)(\bbearer\s+)([A-Za-z0-9._~+/=-]{16,})")
@@ -101,18 +109,68 @@ def redact_text(text: str) -> tuple[str, int]:
         count += 1
         return match.group("name") + REDACTION_MARKER
 
-    lowered = text.lower()
-    if any(marker in lowered for marker in _TOKEN_MARKERS):
-        text = _TOKENS.sub(token, text)
-    if "bearer" in lowered:
-        text = _BEARER.sub(bearer, text)
-    if "basic" in lowered:
-        text = _BASIC.sub(bearer, text)
-    if "://" in text:
+    present = _markers_present(text.lower())  # one scan says which families are worth running
+    if not present.isdisjoint(_TOKEN_MARKERS):
+        text = _sub_at(_TOKENS, _find_token_starts, text, token)
+    if "bearer" in present:
+        text = _sub_at(_BEARER, _find_bearer_starts, text, bearer, folded=True)
+    if "basic" in present:
+        text = _sub_at(_BASIC, _find_basic_starts, text, bearer, folded=True)
+    if "://" in text and "@" in text:  # the credentials end where the host begins, at an "@"
         text = _URL_CREDENTIALS.sub(bearer, text)
-    if any(word in lowered for word in _NAME_WORDS):
-        text = _ASSIGNMENT.sub(assignment, text)
+    if not present.isdisjoint(_NAME_WORDS):
+        text = _sub_at(_ASSIGNMENT, _find_assignment_starts, text, assignment, folded=True)
     return text, count
+
+
+# Where matches of the case-insensitive patterns can start, in the lower-cased text.
+_BEARER_STARTS = ("bearer",)
+_BASIC_STARTS = ("basic",)
+_ASSIGNMENT_STARTS = ("api", "secret", "token", "passw", "access", "private", "auth")
+# The non-ASCII letters ``re``'s IGNORECASE matches to ASCII ones (documented for ``[a-z]``).
+_FOLDS_TO_ASCII = ("\u0130", "\u0131", "\u017f", "\u212a")
+
+
+def _finder(literals: tuple[str, ...]) -> Any:
+    """Every position (sorted) where one of ``literals`` starts in a text, overlapping ones too."""
+    try:
+        import ahocorasick_rs
+    except ImportError:  # pragma: no cover
+        anywhere = re.compile("(?=(?:" + "|".join(re.escape(literal) for literal in literals) + "))")
+        return lambda text: [m.start() for m in anywhere.finditer(text)]
+    automaton = ahocorasick_rs.AhoCorasick(list(literals))
+    return lambda text: sorted({start for _, start, _ in automaton.find_matches_as_indexes(text, overlapping=True)})
+
+
+def _sub_at(pattern: re.Pattern[str], starts: Any, text: str, replace: Any, *, folded: bool = False) -> str:
+    """``pattern.sub(replace, text)``, trying ``pattern`` only where ``starts`` finds a place a
+    match of it can begin (the same leftmost, non-overlapping matches, found much faster: ``re``
+    scans for a literal quickly, but tries a pattern that opens with ``\b``, an alternation or
+    ``(?i)`` at every position). With ``folded``, ``starts`` is looked for in the lower-cased
+    text, for a case-insensitive ``pattern``; that is exact while lower-casing keeps every
+    position and no character that ``(?i)`` matches to an ASCII letter is there but those
+    letters themselves (``İ ı ſ K`` are), else ``pattern.sub`` itself runs."""
+    if folded:
+        where = text.lower()
+        if not text.isascii() and (len(where) != len(text) or any(c in text for c in _FOLDS_TO_ASCII)):
+            return pattern.sub(replace, text)
+    else:
+        where = text
+    pieces: list[str] = []
+    position = last = 0
+    for at in starts(where):
+        if at < position:  # inside the last match
+            continue
+        match = pattern.match(text, at)
+        if match is None:
+            continue
+        pieces.append(text[last:match.start()])
+        pieces.append(replace(match))
+        last = position = match.end()
+    if not pieces:
+        return text
+    pieces.append(text[last:])
+    return "".join(pieces)
 
 
 class Redactor:
@@ -127,22 +185,136 @@ class Redactor:
         return redacted
 
     def value(self, value: Any) -> Any:
-        """A copy of ``value`` with every string redacted; a string under a key that names
-        a secret (``"api_key": "..."``) is redacted whole when it looks like one."""
+        """``value`` with every string redacted (a copy where anything changed); a string under a
+        key that names a secret (``"api_key": "..."``) is redacted whole when it looks like one.
+
+        A record is first looked at whole, as JSON bytes (one C-level pass): most hold no
+        marker any rule needs, and are then returned as they are, unwalked."""
+        if isinstance(value, (dict, list)) and _unchanged(value):
+            return value
+        return self._walk(value)
+
+    def _walk(self, value: Any) -> Any:
         if isinstance(value, str):
             return self.text(value) if _may_hold_secret(value) else value
         if isinstance(value, dict):
             result = {}
             for key, item in value.items():
-                if isinstance(item, str) and isinstance(key, str) and _SECRET_KEY.match(key) and _looks_secret(item) and len(item) >= 16:
-                    self.count += 1
-                    result[key] = REDACTION_MARKER
+                if isinstance(item, str):
+                    if len(item) >= _SHORTEST_SECRET:
+                        if len(item) >= 16 and isinstance(key, str) and _is_secret_key(key) and _looks_secret(item):
+                            self.count += 1
+                            item = REDACTION_MARKER
+                        elif _marker_in(item.lower()):
+                            item = self.text(item)
+                    result[key] = item
+                elif isinstance(item, (dict, list)):
+                    result[key] = self._walk(item)
                 else:
-                    result[key] = self.value(item)
+                    result[key] = item
             return result
         if isinstance(value, list):
-            return [self.value(item) for item in value]
+            return [self._walk(item) if isinstance(item, (str, dict, list)) else item for item in value]
         return value
+
+
+@functools.lru_cache(maxsize=4096)
+def _is_secret_key(key: str) -> bool:
+    return _SECRET_KEY.match(key) is not None
+
+
+# Characters whose lower case (``str.lower``) or ``(?i)`` match is an ASCII letter of a marker
+# while their UTF-8 bytes are not: ``İ``, ``ı``, ``ſ``, the Kelvin sign.
+_UNFOLDED = (b"\xc4\xb0", b"\xc4\xb1", b"\xc5\xbf", b"\xe2\x84\xaa")
+
+
+def _unchanged(value: Any) -> bool:
+    """Whether redacting ``value`` would change nothing, decided from its JSON bytes (orjson)
+    without walking it: most records hold no marker any rule needs, and where markers are, only
+    the strings holding them are looked at. False (walk it) when unsure.
+
+    Sound because every rule needs a marker in the (lower-cased) string it changes, a key
+    naming a secret holds one too, and markers hold no character JSON escapes: a marker in a
+    string is a marker in its JSON token (an escape can only add false hits, which cost a look).
+    Lower-casing bytes folds ASCII only; the few other letters that fold to ASCII send the
+    value to the walk."""
+    try:
+        blob = orjson.dumps(value)
+    except (TypeError, orjson.JSONEncodeError):
+        return False
+    lowered = blob.lower()
+    hits = _marker_hits(lowered)
+    if not hits:
+        return blob.isascii() or not any(bad in blob for bad in _UNFOLDED)
+    if not blob.isascii() and any(bad in blob for bad in _UNFOLDED):
+        return False
+    end = 0
+    for position in sorted(hits):
+        if position < end:  # in the string just looked at
+            continue
+        start = _opening_quote(blob, position)
+        if start < 0:
+            return False
+        end = _after_string(blob, start)
+        if blob[end:end + 1] == b":":  # a key: its rule looks at the string it holds
+            if not _is_secret_key(orjson.loads(blob[start:end])) or blob[end + 1:end + 2] != b'"':
+                continue
+            held = orjson.loads(blob[end + 1:_after_string(blob, end + 1)])
+            if len(held) >= 16 and _looks_secret(held):
+                return False
+        elif _string_changes(blob[start:end]):
+            return False
+    return True
+
+
+def _string_changes(token: bytes) -> bool:
+    """Whether redaction changes the JSON string ``token``. Remembered (up to
+    :data:`_VERDICT_BYTES` of tokens): a transcript repeats its strings (every model call carries
+    the conversation so far), and the answer is the same."""
+    global _verdict_bytes
+    known = _verdicts.get(token)
+    if known is not None:
+        return known
+    text = orjson.loads(token)
+    verdict = len(text) >= _SHORTEST_SECRET and redact_text(text)[1] > 0
+    if _verdict_bytes + len(token) > _VERDICT_BYTES:
+        _verdicts.clear()
+        _verdict_bytes = 0
+    _verdicts[token] = verdict
+    _verdict_bytes += len(token)
+    return verdict
+
+
+_verdicts: dict[bytes, bool] = {}
+_verdict_bytes = 0
+_VERDICT_BYTES = 16 << 20
+
+
+def _escaped(blob: bytes, quote: int) -> bool:
+    """Whether the ``"`` at ``quote`` follows an odd run of backslashes (is inside a string)."""
+    before = quote
+    while before and blob[before - 1] == 0x5C:
+        before -= 1
+    return (quote - before) % 2 == 1
+
+
+def _opening_quote(blob: bytes, position: int) -> int:
+    """The opening quote of the JSON string holding ``position`` (a marker, so inside a string:
+    inside one every ``"`` is escaped; the first bare one before is where it opens), or -1."""
+    quote = position
+    while True:
+        quote = blob.rfind(b'"', 0, quote)
+        if quote < 0 or not _escaped(blob, quote):
+            return quote
+
+
+def _after_string(blob: bytes, opening: int) -> int:
+    """Where the JSON string opening at ``opening`` ends (after its closing quote)."""
+    found = _JSON_STRING.match(blob, opening)
+    return found.end() if found is not None else len(blob)
+
+
+_JSON_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.S)
 
 
 # What each family of patterns needs in the (lower-cased) text before its regex is worth running.
@@ -163,12 +335,68 @@ _ANY_MARKER = re.compile("|".join(re.escape(marker) for marker in _MARKERS))
 _ANY_MARKER_BYTES = re.compile("|".join(re.escape(marker) for marker in _MARKERS).encode())
 
 
+def _scanner() -> Any:
+    """Finds any marker in lower-cased UTF-8 bytes: an Aho-Corasick automaton (ahocorasick-rs,
+    about ten times faster than ``re``'s alternation, which tries it at every position), or
+    that alternation where the library is missing. Markers are ASCII, and UTF-8 spells ASCII
+    characters with ASCII bytes only, so a marker is in a text iff it is in its bytes."""
+    try:
+        import ahocorasick_rs
+    except ImportError:  # pragma: no cover - a dependency; the regex gives the same answers
+        return lambda data: _ANY_MARKER_BYTES.search(data) is not None
+    automaton = ahocorasick_rs.BytesAhoCorasick([marker.encode() for marker in _MARKERS])
+    return lambda data: bool(automaton.find_matches_as_indexes(data))
+
+
+_has_marker = _scanner()
+
+
+def _hits_scanner() -> Any:
+    """Where markers start in lower-cased UTF-8 bytes (overlapping ones included)."""
+    try:
+        import ahocorasick_rs
+    except ImportError:  # pragma: no cover
+        overlapping = re.compile(b"(?=(" + _ANY_MARKER_BYTES.pattern + b"))")
+        return lambda data: [m.start() for m in overlapping.finditer(data)]
+    automaton = ahocorasick_rs.BytesAhoCorasick([marker.encode() for marker in _MARKERS])
+    return lambda data: [start for _, start, _ in automaton.find_matches_as_indexes(data, overlapping=True)]
+
+
+_marker_hits = _hits_scanner()
+
+
+def _present_scanner() -> Any:
+    """Which markers lower-cased text holds (overlapping ones included), in one scan."""
+    try:
+        import ahocorasick_rs
+    except ImportError:  # pragma: no cover
+        return lambda lowered: {marker for marker in _MARKERS if marker in lowered}
+    automaton = ahocorasick_rs.BytesAhoCorasick([marker.encode() for marker in _MARKERS])
+    return lambda lowered: {_MARKERS[index] for index, _, _ in automaton.find_matches_as_indexes(
+        lowered.encode("utf-8", "surrogatepass"), overlapping=True)}
+
+
+_markers_present = _present_scanner()
+
+
+def _marker_in(lowered: str) -> bool:
+    """Whether lower-cased text holds a marker."""
+    return _has_marker(lowered.encode("utf-8", "surrogatepass"))
+
+
 def _may_hold_secret(text: str) -> bool:
     if len(text) < _SHORTEST_SECRET:
         return False
-    return _ANY_MARKER.search(text.lower()) is not None
+    return _marker_in(text.lower())
 
 
 def may_hold_secret_bytes(data: bytes) -> bool:
     """:func:`_may_hold_secret` for raw UTF-8 bytes (no decoding): native ingest's filter."""
-    return len(data) >= _SHORTEST_SECRET and _ANY_MARKER_BYTES.search(data.lower()) is not None
+    return len(data) >= _SHORTEST_SECRET and _has_marker(data.lower())
+
+
+# The finders of the places where the slow patterns can start (made once, at import).
+_find_token_starts = _finder(_TOKEN_STARTS)
+_find_bearer_starts = _finder(_BEARER_STARTS)
+_find_basic_starts = _finder(_BASIC_STARTS)
+_find_assignment_starts = _finder(_ASSIGNMENT_STARTS)

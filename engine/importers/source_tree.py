@@ -15,6 +15,7 @@ import json
 import math
 import os
 import posixpath
+import re
 import tarfile
 import zipfile
 from collections.abc import Callable, Iterator, Sequence
@@ -22,8 +23,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 from procgrade.engine.errors import InputError
-from procgrade.engine.json_guards import _KEY_TEXT, DuplicateKey, TooDeep, _may_repeat, nesting_error, pairs_without_duplicates
+from procgrade.engine.importers.json_items import ArrayItems, open_mapped, split_array
+from procgrade.engine.json_guards import (
+    MAX_DEPTH,
+    DuplicateKey,
+    TooDeep,
+    key_endings,
+    nesting_error,
+    pairs_without_duplicates,
+    shape,
+)
 
 __all__ = ["SourceTree", "JsonLine", "open_tree", "tree_of_bytes", "ARCHIVE_SUFFIXES", "strict_json", "refuse_unsafe_json"]
 
@@ -48,15 +60,60 @@ def _finite(token: str) -> float:
 def strict_json(data: bytes | str) -> Any:
     """Parse RFC 8259 JSON exactly: big integers stay exact; NaN, Infinity and numbers
     that overflow a double are refused (none has a canonical form); so are objects that
-    repeat a key (:class:`DuplicateKey`) and nesting deeper than ``MAX_DEPTH`` (:class:`TooDeep`,
-    checked before parsing, so no recursion limit is ever reached). Raises ValueError."""
-    if isinstance(data, bytes):
-        data = data.decode("utf-8")
+    repeat a key (:class:`DuplicateKey`) and nesting deeper than ``MAX_DEPTH`` (:class:`TooDeep`;
+    no recursion limit is ever reached: orjson stops at 1024 levels, and the stdlib path checks
+    the nesting before it parses). Raises ValueError.
+
+    orjson parses (C speed); the checks it does not make are made cheaply around it, and
+    anything it parses differently from the standard library (integers past 64 bits, which
+    it reads as floats; lone surrogates, which it refuses) or may have let through (a repeated
+    key) goes to the exact stdlib path, which also gives the errors their lines and columns."""
+    try:
+        value = orjson.loads(data)  # nests at most 1024 deep, or raises
+    except orjson.JSONDecodeError:
+        pass
+    else:
+        keys, depth, huge = shape(value)
+        if depth > MAX_DEPTH:
+            raise TooDeep(f"JSON nested deeper than {MAX_DEPTH} levels")
+        if keys == key_endings(data) and not (huge and _may_hold_long_integer(data)):
+            return value  # else a key was repeated, or an integer became a float: the exact path
+    return _exact_json(data)
+
+
+def _exact_json(data: bytes | str) -> Any:
+    """The standard library's parse with every strictness hook: exact, and slow."""
     problem = nesting_error(data)
     if problem is not None:
         raise TooDeep(problem)
-    hook = pairs_without_duplicates if _may_repeat(_KEY_TEXT.findall(data)) else None
-    return json.loads(data, parse_constant=_refuse_constant, parse_float=_finite, object_pairs_hook=hook)
+    if isinstance(data, bytes):
+        data = data.decode("utf-8")
+    return json.loads(data, parse_constant=_refuse_constant, parse_float=_finite,
+                      object_pairs_hook=pairs_without_duplicates)
+
+
+_DIGITS = re.compile(rb"[0-9]{19}")
+_DIGITS_TEXT = re.compile(r"[0-9]{19}")
+_BEFORE_NUMBER = frozenset(b":[,")
+_BLANKS = frozenset(b" \t\r\n")
+
+
+def _may_hold_long_integer(data: bytes | str) -> bool:
+    """Whether a number token of 19 or more digits before any fraction is in ``data``: it may
+    not fit 64 bits, and orjson reads such an integer as a float (asked only when the parsed
+    value holds a float that big). Found from each run of 19 digits by what precedes it: a digit run after a ``.`` or a letter is a
+    fraction, an exponent or text; one after ``:``, ``[``, ``,`` (or at the start) is a number,
+    or inside a string (``\\": 1234...``), which only costs the exact path."""
+    text = isinstance(data, str)
+    for found in (_DIGITS_TEXT if text else _DIGITS).finditer(data):  # type: ignore[arg-type]
+        at = found.start()
+        if at and data[at - 1] in ("-", 45):
+            at -= 1
+        while at and (ord(data[at - 1]) if text else data[at - 1]) in _BLANKS:  # type: ignore[arg-type]
+            at -= 1
+        if at == 0 or (ord(data[at - 1]) if text else data[at - 1]) in _BEFORE_NUMBER:  # type: ignore[arg-type]
+            return True
+    return False
 
 
 def refuse_unsafe_json(label: str, line: int | None, exc: ValueError) -> None:
@@ -191,6 +248,34 @@ class SourceTree:
             return Path(source).read_bytes()
         except OSError as exc:
             raise InputError(self.label(rel), None, None, f"cannot read: {exc.strerror or exc}") from exc
+
+    def head(self, rel: str, limit: int) -> bytes:
+        """The first ``limit`` bytes of ``rel`` (for sniffing: a file on disk is not read whole)."""
+        source = self._direct.get(rel)
+        if source is None:
+            source = self._all().get(rel)
+        if source is None or isinstance(source, bytes):
+            return self.read_bytes(rel)[:limit]
+        try:
+            with Path(source).open("rb") as handle:
+                return handle.read(limit)
+        except OSError as exc:
+            raise InputError(self.label(rel), None, None, f"cannot read: {exc.strerror or exc}") from exc
+
+    def json_items(self, rel: str, key: str) -> ArrayItems | None:
+        """The JSON object in ``rel`` split into its header and the items of its top-level array
+        ``key``, parsed one at a time (see :mod:`~procgrade.engine.importers.json_items`); None
+        when that does not apply, and then :meth:`json` reads it whole."""
+        if rel in self._json_cache:
+            return None
+        path = self.disk_path(rel)
+        data = open_mapped(path) if path is not None else None
+        if data is None:
+            data = self.read_bytes(rel)
+        try:
+            return split_array(data, key, strict_json)
+        except ValueError:  # a header that breaks a rule: the whole parse says where
+            return None
 
     def iter_lines(self, rel: str) -> Iterator[bytes]:
         """The file's lines without their ``\\n``, read as they are needed: a file on disk is

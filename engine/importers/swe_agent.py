@@ -104,7 +104,7 @@ def _doc_error(tree: SourceTree, rel: str, field: str | None, reason: str) -> In
 
 def _head_bytes(tree: SourceTree, rel: str, limit: int = 4096) -> bytes:
     try:
-        return tree.read_bytes(rel)[:limit]
+        return tree.head(rel, limit)
     except Exception:  # noqa: BLE001 - sniffing never raises
         return b""
 

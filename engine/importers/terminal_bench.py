@@ -155,7 +155,7 @@ def _json_object(text: str) -> Any:
 
 def _json_head(tree: SourceTree, rel: str) -> bytes:
     try:
-        return tree.read_bytes(rel)[:4096]
+        return tree.head(rel, 4096)
     except InputError:
         return b""
 

@@ -1,0 +1,81 @@
+"""The fast redaction (one Aho-Corasick scan for markers, JSON bytes looked at whole, slow
+patterns tried only where a match can start) redacts exactly what the per-string reference
+does: same text, same count, for texts and whole records built from secrets, near-misses,
+markers, escapes, case variants and the non-ASCII letters that fold to ASCII ones."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import redaction_reference as reference
+from procgrade.engine.importers import redaction
+from import_checks import FIXTURES
+
+_FRAGMENTS = [
+    "sk-proj-abcdefghijklmnopqrstuvwx123", "sk-ant-api03-ABCDEFGHIJKLMNOPQRSTUVWXYZ0123", "task-", "desk-sk-",
+    "AKIAIOSFODNN7EXAMPLE", "ASIA", "ghp_0123456789abcdefghijABCDEFGHIJ0123456789", "github_pat_", "glpat-",
+    "AIzaSyA1234567890abcdefghijklmnopqrstuv", "xoxb-123456789012-abcdefghij", "sk_live_0123456789abcdefXYZ",
+    "hf_abcdefghijklmnopqrstuvwxyz0123456", "gsk_", "eyJhbGciOiJIUzI1.eyJzdWIiOiIxMjM0.SflKxwRJSMeKKF2QT4f",
+    "-----BEGIN RSA PRIVATE KEY-----\nMIIEow\n-----END RSA PRIVATE KEY-----", "private key",
+    "Authorization: Bearer abcdefghijklmnopqrstuvwxyz123", "bearer ", "BEARER\t", "Basic dXNlcjpwYXNzd29yZA==",
+    "https://user:passw0rd1234@host.example", "http://", "@", "://",
+    "OPENAI_API_KEY=a8F7d6S5a4S3d2F1g0H9", "password: 'hunter2hunter2hunter2X9'", 'token": "Zx9Yw8Vu7Ts6Rq5Po4Nm"',
+    "\\\"secret\\\": \\\"a1b2c3d4e5f6g7h8i9j0k\\\"", "auth=", "key", "KEY", "Token", "passwd", "api-key:",
+    "input_tokens", "keyboard", "monkey", " ", "\n", "\t", "\"", "\\", "=", ":", "-", "_", "/", "0123456789",
+    "abcdefghijklmnop", "\u212aey", "\u0130", "\u0131", "\u017fecret", "s\u212a-", "é", "😀", "[REDACTED-SECRET]",
+]
+_TEXTS = st.lists(st.sampled_from(_FRAGMENTS), max_size=12).map("".join)
+_KEYS = st.sampled_from(["api_key", "apiKey", "token", "input_tokens", "password", "AUTH", "name", "text", "\u212aey",
+                         "content", "secret_value", "x"])
+_RECORDS = st.recursive(
+    st.one_of(_TEXTS, st.integers(), st.none(), st.booleans(), st.floats(allow_nan=False, allow_infinity=False)),
+    lambda inner: st.one_of(st.lists(inner, max_size=4), st.dictionaries(_KEYS, inner, max_size=4)),
+    max_leaves=16)
+
+
+@settings(max_examples=500, deadline=None)
+@given(_TEXTS)
+def test_texts_are_redacted_as_the_reference_redacts_them(text: str) -> None:
+    assert redaction.redact_text(text) == reference.redact_text(text)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_RECORDS)
+def test_records_are_redacted_as_the_reference_redacts_them(record: Any) -> None:
+    fast, slow = redaction.Redactor(), reference.Redactor()
+    got, want = fast.value(record), slow.value(record)
+    assert json.dumps(got) == json.dumps(want)
+    assert fast.count == slow.count
+
+
+@settings(max_examples=300, deadline=None)
+@given(_TEXTS)
+def test_the_bytes_filter_agrees_with_the_reference(text: str) -> None:
+    data = text.encode("utf-8")
+    assert redaction.may_hold_secret_bytes(data) == reference.may_hold_secret_bytes(data)
+
+
+def test_a_real_log_is_redacted_as_the_reference_redacts_it() -> None:
+    doc = json.loads((FIXTURES / "inspect" / "browser_agent_log.json").read_text())
+    records = [doc, *doc["samples"][0]["events"]]
+    fast, slow = redaction.Redactor(), reference.Redactor()
+    assert [fast.value(r) for r in records] == [slow.value(r) for r in records]
+    assert fast.count == slow.count
+
+
+@pytest.mark.parametrize("record", [
+    {"api_key": "a8F7d6S5a4S3d2F1g0H9zz"},
+    {"messages": [{"content": "export OPENAI_API_KEY=sk-proj-abcdefghijklmnopqrstuvwx123"}]},
+    ["curl -H 'Authorization: Bearer abcdefghijklmnopqrstuvwxyz123'"],
+    {"nested": {"url": "https://user:passw0rd1234@host.example/x"}},
+])
+def test_records_holding_secrets_are_copied_and_redacted(record: Any) -> None:
+    fast = redaction.Redactor()
+    got = fast.value(record)
+    assert got != record and redaction.REDACTION_MARKER in json.dumps(got) and fast.count >= 1
+    assert redaction.REDACTION_MARKER not in json.dumps(record)  # the source record is left as it was
