@@ -278,9 +278,11 @@ class _Template:
         rules = [tuple(slot(f"{i}.{field}") for field in ("activations", "fulfilled", "violated", "vacuous",
                                                            "score", "violations"))
                  for i in range(len(layout.rules))]
+        patterns = {name: {"rules": list(ids), "score": slot(f"pattern.{name}")} for name, ids in layout.patterns}
+        checks = {name: {"rules": list(ids), "score": slot(f"check.{name}")} for name, ids in layout.checks}
         body = _body(layout, run_id=slot("run_id"), head_hash=slot("run_head_hash"),
                      event_count=slot("run_event_count"), rules=rules,  # type: ignore[arg-type]
-                     patterns=slot("patterns"), checks=slot("checks"), process_score=slot("process_score"),
+                     patterns=patterns, checks=checks, process_score=slot("process_score"),
                      coverage=(slot("rules_applicable"), slot("judged_activations"), slot("model_events")))
         text = _canonical_document(body).replace(b"%", b"%%")
         order: list[int] = []
@@ -302,19 +304,22 @@ class _Template:
                                                                                   "violated", "vacuous", "score",
                                                                                   "violations"))
                                for i in range(len(layout.rules))]
-        self.summaries: dict[tuple[tuple[int, int, int], ...], tuple[Any, ...]] = {}
+        index = {rule_id: i for i, (rule_id, _, _) in enumerate(layout.rules)}
+        #: (position of a pattern's or check's score, indices of its rules in layout order)
+        self.subtotals = [(self.position[f"{prefix}.{name}"], tuple(index[i] for i in ids))
+                          for prefix, groups in (("pattern", layout.patterns), ("check", layout.checks))
+                          for name, ids in groups]
+        self.scores: dict[tuple[tuple[int, int, int], ...], tuple[Fraction | None, bytes]] = {}
 
-    def summary(self, counts: tuple[tuple[int, int, int], ...]) -> tuple[Any, ...]:
-        """(process score, then the bytes of process score, patterns, checks, rules applicable,
-        judged activations), remembered: runs of one rule set repeat few count patterns, and the
-        rational arithmetic would otherwise be most of a small run's document."""
-        found = self.summaries.get(counts)
+    def subtotal(self, counts: tuple[tuple[int, int, int], ...]) -> tuple[Fraction | None, bytes]:
+        """(weighted score, its canonical bytes) of some rules' (weight, fulfilled, judged),
+        remembered: a pattern or check has few rules, and runs repeat their few count patterns."""
+        found = self.scores.get(counts)
         if found is None:
-            if len(self.summaries) >= 20_000:
-                self.summaries.clear()
-            process, process_json, patterns, checks, applicable, judged = _summary(self.layout, counts)
-            found = self.summaries[counts] = (process, _dumps(process_json), _dumps(patterns), _dumps(checks),
-                                              b"%d" % applicable, b"%d" % judged)
+            if len(self.scores) >= 50_000:
+                self.scores.clear()
+            value = _weighted_counts(list(counts))
+            found = self.scores[counts] = (value, _dumps(rational(value)))
         return found
 
 
@@ -376,17 +381,18 @@ class RunScorer:
                 values[where[4]] = _ratio_bytes(fulfilled, judged)
                 values[where[5]] = _dumps([{"seq": f.seq, "stage": f.stage, "cited": list(f.cited)}
                                            for f in violated]) if violated else b"[]"
-            process, process_json, patterns, checks, applicable, judged_all = template.summary(tuple(counts))
+            subtotal = template.subtotal
+            for where, members in template.subtotals:
+                values[where] = subtotal(tuple([counts[i] for i in members]))[1]
+            process = _weighted_counts(counts)
             position = template.position
             values[position["run_id"]] = _dumps(run_id)
             values[position["run_head_hash"]] = _dumps(head_hash)
             values[position["run_event_count"]] = b"%d" % event_count
-            values[position["patterns"]] = patterns
-            values[position["checks"]] = checks
-            values[position["process_score"]] = process_json
+            values[position["process_score"]] = _dumps(rational(process))
             if template.layout.coverage:
-                values[position["rules_applicable"]] = applicable
-                values[position["judged_activations"]] = judged_all
+                values[position["rules_applicable"]] = b"%d" % sum(1 for _, _, judged in counts if judged)
+                values[position["judged_activations"]] = b"%d" % sum(judged for _, _, judged in counts)
                 values[position["model_events"]] = b"%d" % monitor.model_events
         except orjson.JSONEncodeError:  # an integer beyond 64 bits: the reference path
             document = score_document(self.ruleset, findings, run_id=run_id, head_hash=head_hash,
