@@ -96,14 +96,15 @@ def scorer_for(body: str, digest: str | None = None) -> RunScorer:
     return scorer
 
 
-def score_task(source: FactSource, body: str, runs: list[RunHead]) -> list[tuple[str, str, int, bytes]]:
+def score_task(source: FactSource, body: str, runs: list[RunHead]) -> list[tuple[str, str, int, bytes, str | None]]:
     """Score documents of ``runs`` (each at its given length), canonical bytes only; the chunk's
     facts are read many runs per query."""
     scorer = scorer_for(body)
     facts = source.open()
     try:
         documents = score_batch(facts, runs, scorer, canonical=True)
-        return [(run_id, head, count, document) for (run_id, head, count), (document, _) in zip(runs, documents)]
+        return [(run_id, head, count, document, _score_text(process))
+                for (run_id, head, count), (document, process) in zip(runs, documents)]
     finally:
         facts.close()
 
@@ -135,13 +136,21 @@ def verify_archive_task(location: str, run_ids: list[str]) -> list[tuple[str, in
 # --- drivers (the one writer) ------------------------------------------------------------------
 
 
-def document_from_canonical(canonical: bytes, digest: str) -> ScoreDocument:
-    """Rebuild a worker's document in the driver (the canonical bytes travel unchanged)."""
-    body = orjson.loads(canonical)
-    score = body["process_score"]
-    value = None if score is None else Fraction(int(score["num"]), int(score["den"]))
-    return ScoreDocument(body["run_id"], digest, ENGINE_VERSION, body["run_head_hash"], body["run_event_count"],
-                         value, body, canonical)
+def document_from_canonical(canonical: bytes, digest: str, *, run_id: str | None = None,
+                            head: str | None = None, count: int | None = None,
+                            process: str | None = None) -> ScoreDocument:
+    """Rebuild a worker's document in the driver (the canonical bytes travel unchanged). Given the
+    run's head, length and process score as the worker sent them, the bytes are not parsed here
+    (the document parses them if its body is ever asked for)."""
+    if run_id is None or head is None or count is None:
+        body = orjson.loads(canonical)
+        score = body["process_score"]
+        value = None if score is None else Fraction(int(score["num"]), int(score["den"]))
+        return ScoreDocument(body["run_id"], digest, ENGINE_VERSION, body["run_head_hash"], body["run_event_count"],
+                             value, body, canonical)
+    numerator, _, denominator = (process or "").partition("/")
+    value = None if process is None else Fraction(int(numerator), int(denominator))
+    return ScoreDocument(run_id, digest, ENGINE_VERSION, head, count, value, None, canonical)
 
 
 def score_many(store: EventStore, run_ids: Sequence[str] | None, ruleset: RuleSet, *,
@@ -172,10 +181,10 @@ def score_many(store: EventStore, run_ids: Sequence[str] | None, ruleset: RuleSe
     chunk_weights = [sum(max(1, count) for _, _, count in chunk) for chunk in chunks]
     outcomes: list[ScoreOutcome] = []
     for results in executor.map(score_task, tasks, weights=chunk_weights, on_done=on_events):
-        documents = [document_from_canonical(canonical, digest) for _, _, _, canonical in results]
-        rows = [StoredScore(run_id, digest, document.engine_version, head, count,
-                            _score_text(document.process_score), canonical.decode(), document.sha256)
-                for (run_id, head, count, canonical), document in zip(results, documents)]
+        documents = [document_from_canonical(canonical, digest, run_id=run_id, head=head, count=count, process=process)
+                     for run_id, head, count, canonical, process in results]
+        rows = [StoredScore(run_id, digest, ENGINE_VERSION, head, count, process, canonical.decode(), document.sha256)
+                for (run_id, head, count, canonical, process), document in zip(results, documents)]
         # a Ctrl-C waits until the task's documents are stored and told: what the caller counts is
         # exactly what the store holds
         with deferred_interrupt():

@@ -49,20 +49,52 @@ FORMULA_2 = (
 )
 
 
-@dataclass(frozen=True)
 class ScoreDocument:
-    run_id: str
-    ruleset_hash: str
-    engine_version: str
-    run_head_hash: str
-    run_event_count: int
-    process_score: Fraction | None
-    body: dict[str, Any]
-    canonical: bytes
+    """A run's score document: its canonical bytes and what they say.
+
+    ``body`` (the parsed document) may be given as None: it is then parsed from ``canonical`` when
+    first asked for, so the one writer storing thousands of documents never parses them."""
+
+    __slots__ = ("run_id", "ruleset_hash", "engine_version", "run_head_hash", "run_event_count",
+                 "process_score", "_body", "canonical")
+
+    def __init__(self, run_id: str, ruleset_hash: str, engine_version: str, run_head_hash: str,
+                 run_event_count: int, process_score: Fraction | None, body: dict[str, Any] | None,
+                 canonical: bytes) -> None:
+        for name, value in (("run_id", run_id), ("ruleset_hash", ruleset_hash), ("engine_version", engine_version),
+                            ("run_head_hash", run_head_hash), ("run_event_count", run_event_count),
+                            ("process_score", process_score), ("_body", body), ("canonical", canonical)):
+            object.__setattr__(self, name, value)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"ScoreDocument is immutable: cannot set {name}")
+
+    @property
+    def body(self) -> dict[str, Any]:
+        if self._body is None:
+            object.__setattr__(self, "_body", orjson.loads(self.canonical))
+        return self._body  # type: ignore[return-value]
 
     @property
     def sha256(self) -> str:
         return sha256_hex(self.canonical)
+
+    def _key(self) -> tuple[Any, ...]:
+        return (self.run_id, self.ruleset_hash, self.engine_version, self.run_head_hash, self.run_event_count,
+                self.process_score, self.canonical)
+
+    def __eq__(self, other: object) -> bool:
+        # the body is a function of the canonical bytes
+        return isinstance(other, ScoreDocument) and self._key() == other._key()
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __reduce__(self) -> Any:
+        return (ScoreDocument, self._key()[:6] + (None, self.canonical))
+
+    def __repr__(self) -> str:
+        return (f"ScoreDocument(run_id={self.run_id!r}, ruleset_hash={self.ruleset_hash[:16]!r}, "
+                f"run_event_count={self.run_event_count}, process_score={self.process_score!r})")
 
 
 def rational(value: Fraction | None) -> dict[str, str] | None:
@@ -405,8 +437,7 @@ class RunScorer:
               event_count: int) -> ScoreDocument:
         """The score document of a run from its fact rows (given in batches, in seq order)."""
         canonical, process = self.canonical(batches, run_id=run_id, head_hash=head_hash, event_count=event_count)
-        return ScoreDocument(run_id, self.digest, ENGINE_VERSION, head_hash, event_count, process,
-                             orjson.loads(canonical), canonical)
+        return ScoreDocument(run_id, self.digest, ENGINE_VERSION, head_hash, event_count, process, None, canonical)
 
 
 def score_run(
