@@ -385,6 +385,9 @@ class RunScorer:
         self.digest = digest or ruleset_hash(ruleset)
         self._monitor = RunMonitor(ruleset, detail=False)
         self._template = _Template(_layout(ruleset, self.digest))
+        by_id = {monitor.id: monitor.tally for monitor in self._monitor.monitors}
+        #: each rule's tally (zeroed, never replaced, between runs) in the document's rule order
+        self._tallies = [by_id[rule_id] for rule_id, _, _ in self._template.layout.rules]
 
     def canonical(self, batches: Iterable[Iterable[tuple[Any, ...]]], *, run_id: str, head_hash: str,
                   event_count: int) -> tuple[bytes, Fraction | None]:
@@ -398,11 +401,10 @@ class RunScorer:
         template = self._template
         values: list[Any] = [b""] * template.size
         counts = []
-        by_id = {m.id: m.tally for m in monitor.monitors}
         try:
-            for (rule_id, weight, _), where in zip(template.layout.rules, template.rule_positions):
+            for (rule_id, weight, _), where, tally in zip(template.layout.rules, template.rule_positions,
+                                                          self._tallies):
                 violated = findings[rule_id]
-                tally = by_id[rule_id]
                 fulfilled, vacuous, failed = tally.fulfilled, tally.vacuous, len(violated)
                 judged = fulfilled + failed
                 counts.append((weight, fulfilled, judged))

@@ -114,10 +114,11 @@ class _Monitor:
         if self.tally is not None:
             self.tally.fulfilled = self.tally.vacuous = 0
         for name in self._STATE:
-            getattr(self, name).clear()
-        partitions = getattr(self, "partitions", None)
-        if partitions is not None and not self.stage_scoped:
-            partitions.add(None)
+            state = getattr(self, name)
+            if state:
+                state.clear()
+        if not self.stage_scoped and name_has_partitions(self):
+            self.partitions.add(None)  # type: ignore[attr-defined]
 
     def partition(self, row: tuple[Any, ...]) -> tuple[bool, Any]:
         """(in scope, partition key) of ``row``."""
@@ -172,6 +173,10 @@ class _Monitor:
 
     def finish(self) -> None:
         pass
+
+
+def name_has_partitions(monitor: _Monitor) -> bool:
+    return "partitions" in monitor._STATE
 
 
 class _Count(_Monitor):
