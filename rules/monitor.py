@@ -117,8 +117,8 @@ class _Monitor:
             state = getattr(self, name)
             if state:
                 state.clear()
-        if not self.stage_scoped and name_has_partitions(self):
-            self.partitions.add(None)  # type: ignore[attr-defined]
+        if not self.stage_scoped and "partitions" in self._STATE:
+            self.partitions.add(None)  # type: ignore[attr-defined]  # scope run: its one partition
 
     def partition(self, row: tuple[Any, ...]) -> tuple[bool, Any]:
         """(in scope, partition key) of ``row``."""
@@ -173,10 +173,6 @@ class _Monitor:
 
     def finish(self) -> None:
         pass
-
-
-def name_has_partitions(monitor: _Monitor) -> bool:
-    return "partitions" in monitor._STATE
 
 
 class _Count(_Monitor):
