@@ -1,80 +1,192 @@
-"""Re-scoring benchmark: the default rule set over >= 1,000,000 stored events, against a bare
-read of the same typed columns from the store.
+"""Re-scoring benchmark: the `procgrade rescore --all` path against a bare read of the same typed
+columns from the same store, and many small runs against few large ones of the same events.
 
-Run by hand: ``python bench/rescore.py [--events 1000000] [--runs 100]``. Prints, side by side
-in one run on the same database: the bare column read, the monitor alone on rows already in
-memory, and the full re-score (read + monitor + canonical score document), as events/s, with
-the ratio of re-score to bare read.
+Run by hand: ``python bench/rescore.py [--events 1000000] [--runs 100] [--workers 2]
+[--small 10000x35 --large 100x3500] [--no-compare | --compare-only]``. Prints, side by side in one
+run on the same database:
+
+* the bare read: one query streaming the rules' typed columns (``FACT_ROW_COLUMNS``) of every run,
+  ordered by run and seq, fetched in batches and dropped: the least any re-score must read;
+* the monitor alone on rows already in memory (where the rest of the time goes);
+* the re-score: ``score_many`` as ``rescore --all`` runs it (run heads, batched fact reads, rule
+  monitor, canonical documents, stored in batches by the one writer), on one core in this
+  process, and with ``--workers`` processes (wall time, worker start-up included);
+* the ratio of re-score to bare read, in CPU time (one core) and in wall time (workers);
+* with the comparison (default): ``--small`` and ``--large`` stores of the same total events,
+  each re-scored on one core, and the ratio of the small runs' time to the large runs'.
+
+Every re-score stores new rows: each measurement uses the rule set under a version number of its
+own (a new rule-set hash, the same rules and the same work). On a loaded machine read the CPU
+figures: wall times include other processes' turns.
 """
 
 from __future__ import annotations
 
 import argparse
 import gc
+import os
 import sys
 import tempfile
 import time
-from collections import deque
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.synthetic import write_native  # noqa: E402
+from procgrade.engine.executors import LocalExecutor  # noqa: E402
 from procgrade.engine.ingest import ingest_native  # noqa: E402
-from procgrade.engine.rescoring import compute_score  # noqa: E402
-from procgrade.engine.store import open_store  # noqa: E402
-from procgrade.engine.store.scores import ScoreStore  # noqa: E402
-from procgrade.rules.identity import ruleset_hash  # noqa: E402
+from procgrade.engine.parallel_scoring import score_many  # noqa: E402
+from procgrade.engine.store import EventStore, open_store  # noqa: E402
+from procgrade.engine.store.scores import FACT_ROW_COLUMNS, ScoreStore  # noqa: E402
 from procgrade.rules.loading import load_ruleset  # noqa: E402
+from procgrade.rules.model import RuleSet  # noqa: E402
 from procgrade.rules.monitor import RunMonitor  # noqa: E402
+
+_versions = iter(range(1000, 10**6))
+
+
+def fresh_ruleset(ruleset: RuleSet) -> RuleSet:
+    """The same rules under a new version: a new hash, so a re-score stores all-new rows."""
+    return ruleset.model_copy(update={"version": next(_versions)})
+
+
+def timed(fn: Any) -> tuple[float, float]:
+    """(wall s, CPU s of this process) of ``fn()``."""
+    gc.collect()
+    wall, cpu = time.perf_counter(), time.process_time()
+    fn()
+    return time.perf_counter() - wall, time.process_time() - cpu
+
+
+def bare_read(store: EventStore) -> None:
+    """One query, the typed columns of every run in run and seq order, fetched and dropped."""
+    raw = store.engine.raw_connection()
+    try:
+        cursor = (raw.driver_connection.cursor(name="bench_bare_read") if store.dialect == "postgresql"
+                  else raw.driver_connection.cursor())
+        cursor.execute(f"SELECT {', '.join(FACT_ROW_COLUMNS)} FROM events ORDER BY run_id, seq")
+        while cursor.fetchmany(20_000):
+            pass
+        cursor.close()
+    finally:
+        raw.close()
+
+
+def monitor_only(store: EventStore, ruleset: RuleSet) -> float:
+    """CPU seconds of the rule monitor alone over every run's rows, read into memory first."""
+    scores = ScoreStore(store)
+    runs = [(info.run_id, info.event_count) for info in store.runs()]
+    rows = [list(r) for _, r in scores.facts_of_runs(runs)]
+    monitor = RunMonitor(ruleset, detail=False)
+    gc.collect()
+    start = time.process_time()
+    for run in rows:
+        monitor.reset()
+        monitor.feed(run)
+        monitor.finish()
+    return time.process_time() - start
+
+
+def rescore(store: EventStore, ruleset: RuleSet, workers: int) -> tuple[float, float]:
+    """(wall s, CPU s of this process) of ``rescore --all`` with ``workers`` (1: in this process)."""
+    rules = fresh_ruleset(ruleset)
+
+    def run() -> None:
+        with LocalExecutor(workers) as executor:
+            outcomes = score_many(store, None, rules, executor=executor, collect=False)
+        assert outcomes == []
+
+    return timed(run)
+
+
+def build(tmp: Path, name: str, events: int, runs: int, url: str | None = None) -> EventStore:
+    store = open_store(url or f"sqlite:///{tmp}/{name}.db", create=True)
+    if url is None:
+        start = time.perf_counter()
+        ingest_native(store, write_native(tmp / name, events, runs))
+        print(f"built {events:,} events in {runs:,} runs in {time.perf_counter() - start:.1f} s", flush=True)
+    return store
+
+
+def shape(text: str) -> tuple[int, int]:
+    runs, _, events = text.partition("x")
+    return int(runs), int(events)
+
+
+def main_case(tmp: Path, args: argparse.Namespace, ruleset: RuleSet) -> None:
+    store = build(tmp, "main", args.events, args.runs, args.db)
+    total = sum(info.event_count for info in store.runs())
+    rescore(store, ruleset, 1)  # warm: the database file in the page cache, the rule set compiled
+    bare_wall, bare_cpu = timed(lambda: bare_read(store))
+    monitor_cpu = monitor_only(store, ruleset)
+    one_wall, one_cpu = rescore(store, ruleset, 1)
+    many_wall, _ = rescore(store, ruleset, args.workers) if args.workers > 1 else (None, None)
+    bare_again_wall, bare_again_cpu = timed(lambda: bare_read(store))  # after, so load drift shows
+    store.close()
+    bare_wall, bare_cpu = min(bare_wall, bare_again_wall), min(bare_cpu, bare_again_cpu)
+
+    print(f"{total:,} events in {args.runs:,} runs, {len(ruleset.rules)} rules; "
+          f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+    print(f"{'step':<44} {'wall s':>8} {'CPU s':>8} {'events/s (CPU)':>15}")
+    rows = [("bare read of typed columns (one query)", bare_wall, bare_cpu),
+            ("monitor on in-memory rows", None, monitor_cpu),
+            ("re-score, one core (read+monitor+doc+store)", one_wall, one_cpu)]
+    if many_wall is not None:
+        rows.append((f"re-score, {args.workers} workers (wall)", many_wall, None))
+    for name, wall, cpu in rows:
+        shown_wall = "-" if wall is None else f"{wall:.2f}"
+        shown_cpu = "-" if cpu is None else f"{cpu:.2f}"
+        rate = "-" if cpu is None else f"{total / cpu:,.0f}"
+        print(f"{name:<44} {shown_wall:>8} {shown_cpu:>8} {rate:>15}")
+    print(f"re-score / bare read: {one_cpu / bare_cpu:.2f}x the CPU time (one core)")
+    if many_wall is not None:
+        print(f"re-score with {args.workers} workers / bare read: {many_wall / bare_wall:.2f}x the wall time")
+
+
+def compare(tmp: Path, args: argparse.Namespace, ruleset: RuleSet) -> None:
+    (small_runs, small_events), (large_runs, large_events) = shape(args.small), shape(args.large)
+    small = build(tmp, "small", small_runs * small_events, small_runs)
+    large = build(tmp, "large", large_runs * large_events, large_runs)
+    rescore(small, ruleset, 1)
+    rescore(large, ruleset, 1)
+    # interleaved, best of two each: the machine's load drifts less between the pair
+    results: dict[str, list[tuple[float, float]]] = {"small": [], "large": []}
+    bares: dict[str, list[float]] = {"small": [], "large": []}
+    for _ in range(2):
+        for name, store in (("small", small), ("large", large)):
+            results[name].append(rescore(store, ruleset, 1))
+            bares[name].append(timed(lambda: bare_read(store))[1])
+    small.close()
+    large.close()
+    small_cpu, large_cpu = min(c for _, c in results["small"]), min(c for _, c in results["large"])
+    small_bare, large_bare = min(bares["small"]), min(bares["large"])
+    print(f"many small runs against few large ones, same events; load average {os.getloadavg()[0]:.1f}")
+    print(f"{'store':<24} {'re-score CPU s':>15} {'bare read CPU s':>16} {'per run ms':>11}")
+    for label, cpu, bare, runs in ((args.small, small_cpu, small_bare, small_runs),
+                                   (args.large, large_cpu, large_bare, large_runs)):
+        print(f"{label + ' (runs x events)':<24} {cpu:>15.2f} {bare:>16.2f} {cpu / runs * 1000:>11.3f}")
+    print(f"{args.small} / {args.large} re-score: {small_cpu / large_cpu:.2f}x the CPU time "
+          f"(re-score / bare read: {small_cpu / small_bare:.2f}x and {large_cpu / large_bare:.2f}x)")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--events", type=int, default=1_000_000)
     parser.add_argument("--runs", type=int, default=100)
+    parser.add_argument("--workers", type=int, default=2, help="Also re-score with this many worker processes.")
+    parser.add_argument("--small", default="10000x35", help="Many small runs: RUNSxEVENTS (default 10000x35).")
+    parser.add_argument("--large", default="100x3500", help="Few large runs, RUNSxEVENTS (default 100x3500).")
+    parser.add_argument("--no-compare", action="store_true", help="Skip the small-vs-large comparison.")
+    parser.add_argument("--compare-only", action="store_true", help="Only the small-vs-large comparison.")
     parser.add_argument("--db", help="Use this existing database instead of building one (SQLAlchemy URL).")
     args = parser.parse_args()
     ruleset = load_ruleset()
-    digest = ruleset_hash(ruleset)
     with tempfile.TemporaryDirectory(prefix="procgrade-rescore-") as tmp:
-        url = args.db or f"sqlite:///{tmp}/bench.db"
-        store = open_store(url, create=True)
-        if not args.db:
-            start = time.perf_counter()
-            ingest_native(store, write_native(Path(tmp) / "native", args.events, args.runs))
-            print(f"built {args.events:,} events in {args.runs} runs in {time.perf_counter() - start:.1f} s")
-        run_ids = [info.run_id for info in store.runs()]
-        total = sum(info.event_count for info in store.runs())
-        scores = ScoreStore(store)
-        gc.collect()
-
-        start = time.perf_counter()
-        for run_id in run_ids:
-            deque(scores.fact_rows(run_id), maxlen=0)
-        bare = time.perf_counter() - start
-
-        in_memory = [list(scores.fact_rows(run_id)) for run_id in run_ids]
-        start = time.perf_counter()
-        for rows in in_memory:
-            monitor = RunMonitor(ruleset, detail=False)
-            monitor.feed(rows)
-            monitor.finish()
-        monitor_only = time.perf_counter() - start
-        del in_memory
-
-        start = time.perf_counter()
-        for run_id in run_ids:
-            compute_score(store, ruleset, run_id, digest=digest)
-        full = time.perf_counter() - start
-        store.close()
-
-    print(f"{total:,} events, {len(ruleset.rules)} rules, one core")
-    print(f"{'step':<34} {'seconds':>8} {'events/s':>12}")
-    for name, seconds in (("bare read of typed columns", bare), ("monitor on in-memory rows", monitor_only),
-                          ("re-score (read + monitor + doc)", full)):
-        print(f"{name:<34} {seconds:>8.2f} {total / seconds:>12,.0f}")
-    print(f"re-score / bare read: {full / bare:.2f}x the time")
+        if not args.compare_only:
+            main_case(Path(tmp), args, ruleset)
+        if not args.no_compare:
+            compare(Path(tmp), args, ruleset)
 
 
 if __name__ == "__main__":

@@ -35,8 +35,9 @@ def benches(quick: bool, pg: str | None, work: Path) -> list[tuple[str, list[str
     ingest = ["--events", str(200_000 // scale), "--runs", "20"] + (["--pg", pg] if pg else ["--skip-postgres"])
     return [
         ("ingest", ["ingest.py", *ingest]),
-        ("rescore", ["rescore.py", "--events", str(200_000 // scale), "--runs", "100"]),
-        ("rescore 537x35", ["rescore.py", "--events", str(537 * 35), "--runs", "537"]),
+        ("rescore", ["rescore.py", "--events", str(200_000 // scale), "--runs", "100", "--no-compare"]),
+        ("rescore small runs", ["rescore.py", "--compare-only", "--small", f"{10_000 // scale}x35",
+                                "--large", f"{100 // scale}x3500"]),
         ("canonical", ["canonical.py", "--payloads", str(20_000 // scale)]),
         ("imports", ["imports.py", "--copies", str(40 // scale)]),
         ("inspect_score", ["inspect_score.py", "--samples", str(500 // scale), "--rounds", "2"]),

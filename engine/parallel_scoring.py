@@ -10,6 +10,7 @@ are idempotent besides: an identical document already stored is a no-op.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
@@ -21,8 +22,8 @@ from procgrade.engine.canonical import canonical_json
 from procgrade.engine.errors import InputError, ProcgradeError
 from procgrade.engine.interrupts import deferred_interrupt
 from procgrade.engine.executors import Executor, LocalExecutor, plan_chunks
-from procgrade.engine.rescoring import Drift, ScoreOutcome, ruleset_from_body
-from procgrade.engine.scoring import ScoreDocument, score_run
+from procgrade.engine.rescoring import Drift, ScoreOutcome, ruleset_from_body, score_batch
+from procgrade.engine.scoring import RunScorer, ScoreDocument
 from procgrade.engine.store import EventStore, open_store
 from procgrade.engine.store.scores import ScoreStore, StoredScore
 from procgrade.engine.version import __version__ as ENGINE_VERSION
@@ -60,6 +61,9 @@ class _StoreFacts:
     def fact_batches(self, run_id: str, *, upto: int | None = None) -> Any:
         return self.scores.fact_batches(run_id, upto=upto)
 
+    def facts_of_runs(self, runs: Sequence[tuple[str, int | None]]) -> Any:
+        return self.scores.facts_of_runs(runs)
+
     def hash_at(self, run_id: str, seq: int) -> str | None:
         return self.store.hash_at(run_id, seq)
 
@@ -74,18 +78,33 @@ def store_source(store: EventStore) -> FactSource:
 # --- tasks (run in workers) --------------------------------------------------------------------
 
 
-def score_task(source: FactSource, body: str, runs: list[RunHead]) -> list[tuple[str, str, int, bytes]]:
-    """Score documents of ``runs`` (each at its given length), canonical bytes only."""
-    ruleset = ruleset_from_body(body)
-    digest = ruleset_hash(ruleset)
+_SCORERS = threading.local()
+
+
+def scorer_for(body: str, digest: str | None = None) -> RunScorer:
+    """The scorer of a stored rule-set body, made once per body in this thread (a worker scores
+    many tasks of one rule set: it parses, hashes and compiles the set once)."""
+    cache = getattr(_SCORERS, "by_body", None)
+    if cache is None:
+        cache = _SCORERS.by_body = {}
+    scorer = cache.get(body)
+    if scorer is None:
+        if len(cache) >= 8:
+            cache.clear()
+        ruleset = ruleset_from_body(body)
+        scorer = cache[body] = RunScorer(ruleset, digest or ruleset_hash(ruleset))
+    return scorer
+
+
+def score_task(source: FactSource, body: str, runs: list[RunHead]) -> list[tuple[str, str, int, bytes, str | None]]:
+    """Score documents of ``runs`` (each at its given length), canonical bytes only; the chunk's
+    facts are read many runs per query."""
+    scorer = scorer_for(body)
     facts = source.open()
     try:
-        out = []
-        for run_id, head, count in runs:
-            document = score_run(ruleset, facts.fact_batches(run_id, upto=count), run_id=run_id,
-                                 head_hash=head, event_count=count, ruleset_digest=digest)
-            out.append((run_id, head, count, document.canonical))
-        return out
+        documents = score_batch(facts, runs, scorer, canonical=True)
+        return [(run_id, head, count, document, _score_text(process))
+                for (run_id, head, count), (document, process) in zip(runs, documents)]
     finally:
         facts.close()
 
@@ -93,15 +112,15 @@ def score_task(source: FactSource, body: str, runs: list[RunHead]) -> list[tuple
 def verify_task(source: FactSource, bodies: dict[str, str], items: list[tuple[str, str, int]]) -> list[bytes]:
     """Recompute stored scores: ``items`` are (run id, rule-set hash, scored length)."""
     facts = source.open()
-    rulesets = {digest: ruleset_from_body(body) for digest, body in bodies.items()}
+    scorers = {digest: scorer_for(body, digest) for digest, body in bodies.items()}
     try:
-        out = []
-        for run_id, digest, count in items:
-            head = facts.hash_at(run_id, count - 1) if count else ""
-            document = score_run(rulesets[digest], facts.fact_batches(run_id, upto=count), run_id=run_id,
-                                 head_hash=head or "", event_count=count, ruleset_digest=digest)
-            out.append(document.canonical)
-        return out
+        heads = [(run_id, (facts.hash_at(run_id, count - 1) if count else "") or "", count)
+                 for run_id, _, count in items]
+        if len({run_id for run_id, _, _ in items}) == len(items):  # each run once: read them in batches
+            by_run = {run_id: scorers[digest] for run_id, digest, _ in items}
+            return [document for document, _ in score_batch(facts, heads, by_run, canonical=True)]
+        return [score_batch(facts, [head], scorers[digest], canonical=True)[0][0]
+                for head, (_, digest, _) in zip(heads, items)]
     finally:
         facts.close()
 
@@ -117,13 +136,21 @@ def verify_archive_task(location: str, run_ids: list[str]) -> list[tuple[str, in
 # --- drivers (the one writer) ------------------------------------------------------------------
 
 
-def document_from_canonical(canonical: bytes, digest: str) -> ScoreDocument:
-    """Rebuild a worker's document in the driver (the canonical bytes travel unchanged)."""
-    body = orjson.loads(canonical)
-    score = body["process_score"]
-    value = None if score is None else Fraction(int(score["num"]), int(score["den"]))
-    return ScoreDocument(body["run_id"], digest, ENGINE_VERSION, body["run_head_hash"], body["run_event_count"],
-                         value, body, canonical)
+def document_from_canonical(canonical: bytes, digest: str, *, run_id: str | None = None,
+                            head: str | None = None, count: int | None = None,
+                            process: str | None = None) -> ScoreDocument:
+    """Rebuild a worker's document in the driver (the canonical bytes travel unchanged). Given the
+    run's head, length and process score as the worker sent them, the bytes are not parsed here
+    (the document parses them if its body is ever asked for)."""
+    if run_id is None or head is None or count is None:
+        body = orjson.loads(canonical)
+        score = body["process_score"]
+        value = None if score is None else Fraction(int(score["num"]), int(score["den"]))
+        return ScoreDocument(body["run_id"], digest, ENGINE_VERSION, body["run_head_hash"], body["run_event_count"],
+                             value, body, canonical)
+    numerator, _, denominator = (process or "").partition("/")
+    value = None if process is None else Fraction(int(numerator), int(denominator))
+    return ScoreDocument(run_id, digest, ENGINE_VERSION, head, count, value, None, canonical)
 
 
 def score_many(store: EventStore, run_ids: Sequence[str] | None, ruleset: RuleSet, *,
@@ -154,10 +181,10 @@ def score_many(store: EventStore, run_ids: Sequence[str] | None, ruleset: RuleSe
     chunk_weights = [sum(max(1, count) for _, _, count in chunk) for chunk in chunks]
     outcomes: list[ScoreOutcome] = []
     for results in executor.map(score_task, tasks, weights=chunk_weights, on_done=on_events):
-        documents = [document_from_canonical(canonical, digest) for _, _, _, canonical in results]
-        rows = [StoredScore(run_id, digest, document.engine_version, head, count,
-                            _score_text(document.process_score), canonical.decode(), document.sha256)
-                for (run_id, head, count, canonical), document in zip(results, documents)]
+        documents = [document_from_canonical(canonical, digest, run_id=run_id, head=head, count=count, process=process)
+                     for run_id, head, count, canonical, process in results]
+        rows = [StoredScore(run_id, digest, ENGINE_VERSION, head, count, process, canonical.decode(), document.sha256)
+                for (run_id, head, count, canonical, process), document in zip(results, documents)]
         # a Ctrl-C waits until the task's documents are stored and told: what the caller counts is
         # exactly what the store holds
         with deferred_interrupt():
@@ -171,41 +198,10 @@ def score_many(store: EventStore, run_ids: Sequence[str] | None, ruleset: RuleSe
     return outcomes
 
 
-_SCORE_COLUMNS = ("run_id", "ruleset_hash", "engine_version", "run_head_hash", "run_event_count", "process_score",
-                  "document", "document_sha256")
-_KEY = "run_id = ? AND ruleset_hash = ? AND engine_version = ? AND run_head_hash = ?"
-
-
 def store_scores(store: EventStore, rows: Sequence[StoredScore]) -> list[bool]:
-    """Store a task's documents in one transaction (one commit per task, not per run: the
-    single writer's cost is what a cluster's speed comes down to). Idempotent, also for many
-    concurrent writers: a key already stored (looked up under the write lock) is skipped and
-    must hold the same bytes, else :class:`ScoreDriftError` and nothing of the
-    batch is written. Returns, per row, whether it was new."""
-    from procgrade.engine.errors import ScoreDriftError
-
-    sql = store._sql
-    # Look before inserting, under the store's write lock (which serialises writers on both
-    # databases): the overwrite guards (revision 0005) refuse any insert over a held key on
-    # SQLite, an ON CONFLICT clause included.
-    insert = sql(f"INSERT INTO scores ({', '.join(_SCORE_COLUMNS)}) VALUES ({', '.join('?' * len(_SCORE_COLUMNS))})")
-    written = []
-    with store._write_transaction() as tx:
-        for row in rows:
-            tx.execute(sql(f"SELECT document_sha256 FROM scores WHERE {_KEY}"),
-                       (row.run_id, row.ruleset_hash, row.engine_version, row.run_head_hash))
-            held = tx.fetchone()
-            if held is None:
-                tx.execute(insert, tuple(getattr(row, name) for name in _SCORE_COLUMNS))
-                written.append(True)
-                continue
-            stored = held[0]
-            if stored != row.document_sha256:
-                raise ScoreDriftError(
-                    f"run {row.run_id}: the score under rule set {row.ruleset_hash[:16]} differs from the stored "
-                    f"one (stored {stored[:16]}, now {row.document_sha256[:16]})", run_id=row.run_id)
-            written.append(False)
-    return written
+    """Store a task's documents in one transaction (:meth:`ScoreStore.append_scores`): per row,
+    whether it was new; a held key with other bytes is :class:`ScoreDriftError`, nothing written."""
+    return ScoreStore(store).append_scores(rows)
 
 
 def _score_text(value: Fraction | None) -> str | None:
@@ -213,10 +209,13 @@ def _score_text(value: Fraction | None) -> str | None:
 
 
 def _store_heads(store: EventStore, run_ids: Sequence[str] | None) -> list[RunHead]:
+    """Every run's head in one query (unknown runs fail before any work)."""
     if run_ids is None:
         infos = store.runs()
     else:
-        infos = [store.run(run_id) for run_id in sorted(set(run_ids))]  # unknown runs fail before any work
+        wanted = sorted(set(run_ids))
+        held = {info.run_id: info for info in store.runs()} if len(wanted) > 50 else {}
+        infos = [held.get(run_id) or store.run(run_id) for run_id in wanted]
     return [(info.run_id, info.head_hash or "", info.event_count) for info in infos]
 
 

@@ -8,15 +8,16 @@ stored rule set and compares bytes.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import orjson
 
 from procgrade.engine.canonical import canonical_json
 from procgrade.engine.errors import ProcgradeError
 from procgrade.engine.interrupts import deferred_interrupt
-from procgrade.engine.scoring import ScoreDocument, score_document, score_run
+from procgrade.engine.scoring import RunScorer, ScoreDocument, score_document, score_run
 from procgrade.engine.store import EventStore
 from procgrade.engine.store.scores import ScoreStore, StoredScore
 from procgrade.engine.version import __version__ as ENGINE_VERSION
@@ -24,7 +25,7 @@ from procgrade.rules.identity import ruleset_document, ruleset_hash
 from procgrade.rules.model import SEMANTICS, RuleSet
 from procgrade.rules.monitor import Finding, RunMonitor
 
-__all__ = ["ScoreOutcome", "Drift", "score_runs", "verify_scores", "ruleset_from_body", "compute_score", "run_findings"]
+__all__ = ["ScoreOutcome", "Drift", "score_batch", "score_runs", "verify_scores", "ruleset_from_body", "compute_score", "run_findings"]
 
 
 @dataclass(frozen=True)
@@ -49,6 +50,44 @@ def compute_score(store: EventStore, ruleset: RuleSet, run_id: str, *, digest: s
     head = info.head_hash if upto is None or upto == info.event_count else store.hash_at(run_id, upto - 1)
     return score_run(ruleset, batches, run_id=run_id, head_hash=head or "", event_count=count,
                      ruleset_digest=digest)
+
+
+def score_batch(facts: Any, runs: Sequence[tuple[str, str, int]],
+                scorers: RunScorer | Mapping[str, RunScorer], *, canonical: bool = False) -> list[Any]:
+    """Score documents of ``runs`` ((run id, head hash, event count), each run once, scored at
+    that length), in that order, by ``scorers`` (one for all, or one per run id); with
+    ``canonical`` only (canonical bytes, process score) per run, what a worker sends back.
+
+    ``facts`` is a store's or an archive's fact reader: one with ``facts_of_runs`` reads the
+    batch in a few queries (many runs per query), any other run by run (``fact_batches``).
+    Either way each run's document is what scoring it alone gives, to the byte."""
+    heads = {run_id: (head, count) for run_id, head, count in runs}
+    if len(heads) != len(runs):
+        raise ValueError("score_batch: a run appears twice in one batch")
+    pick = (lambda run_id: scorers) if isinstance(scorers, RunScorer) else scorers.__getitem__
+
+    def make(run_id: str, batches: Any, head: str, count: int) -> Any:
+        scorer = pick(run_id)
+        score = scorer.canonical if canonical else scorer.score
+        return score(batches, run_id=run_id, head_hash=head, event_count=count)
+
+    documents: dict[str, Any] = {}
+    read_many = getattr(facts, "facts_of_runs", None)
+    if read_many is not None:
+        for run_id, rows in read_many([(run_id, count) for run_id, _, count in runs]):
+            if run_id in documents:
+                raise ProcgradeError(f"the database returned the events of run {run_id!r} in two parts: "
+                                     "its collation orders run ids inconsistently")
+            head, count = heads[run_id]
+            documents[run_id] = make(run_id, (rows,), head, count)
+    out = []
+    for run_id, head, count in runs:
+        document = documents.pop(run_id, None)
+        if document is None:  # a run without events (or a reader of one run at a time)
+            document = make(run_id, () if read_many is not None else facts.fact_batches(run_id, upto=count),
+                            head, count)
+        out.append(document)
+    return out
 
 
 def run_findings(store: EventStore, ruleset: RuleSet, run_id: str) -> tuple[dict[str, list[Finding]], ScoreDocument]:
@@ -76,21 +115,49 @@ def score_runs(
     body = canonical_json(ruleset_document(ruleset)).decode()
     scores.save_ruleset(digest, ruleset.name, ruleset.version, body)
     ordered = sorted(set(run_ids))
-    for run_id in ordered:
-        store.run(run_id)  # unknown runs fail before any work
+    held = {info.run_id: info for info in store.runs()} if len(ordered) > 50 else {}
+    infos = [held.get(run_id) or store.run(run_id) for run_id in ordered]  # unknown runs fail before any work
+    scorer = RunScorer(ruleset, digest)
     outcomes: list[ScoreOutcome] = []
-    for run_id in ordered:
-        document = compute_score(store, ruleset, run_id, digest=digest)
+    for chunk in _batches([(info.run_id, info.head_hash or "", info.event_count) for info in infos]):
+        documents = score_batch(scores, chunk, scorer)
         # A Ctrl-C waits for the commit and its report: "N stored" is then exact.
         with deferred_interrupt():
-            written = scores.append_score(StoredScore(
-                document.run_id, document.ruleset_hash, document.engine_version, document.run_head_hash,
-                document.run_event_count, _score_text(document), document.canonical.decode(), document.sha256,
-            ))
-            outcomes.append(ScoreOutcome(document, written))
-            if progress is not None:
-                progress(document.run_id)
+            written = scores.append_scores([stored_score(document) for document in documents])
+            for document, new in zip(documents, written):
+                outcomes.append(ScoreOutcome(document, new))
+                if progress is not None:
+                    progress(document.run_id)
     return outcomes
+
+
+#: A batch of runs scored and stored together in this process: one read query, one commit.
+BATCH_EVENTS = 50_000
+
+
+def _batches(heads: list[tuple[str, str, int]]) -> list[list[tuple[str, str, int]]]:
+    """Consecutive batches of about :data:`BATCH_EVENTS` events and at most ``RUNS_PER_QUERY`` runs."""
+    from procgrade.engine.store.scores import RUNS_PER_QUERY
+
+    batches: list[list[tuple[str, str, int]]] = []
+    current: list[tuple[str, str, int]] = []
+    weight = 0
+    for head in heads:
+        current.append(head)
+        weight += max(1, head[2])
+        if weight >= BATCH_EVENTS or len(current) >= RUNS_PER_QUERY:
+            batches.append(current)
+            current, weight = [], 0
+    if current:
+        batches.append(current)
+    return batches
+
+
+def stored_score(document: ScoreDocument) -> StoredScore:
+    """The row that stores ``document``."""
+    return StoredScore(document.run_id, document.ruleset_hash, document.engine_version, document.run_head_hash,
+                       document.run_event_count, _score_text(document), document.canonical.decode(),
+                       document.sha256)
 
 
 def _score_text(document: ScoreDocument) -> str | None:

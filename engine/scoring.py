@@ -14,15 +14,18 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from decimal import ROUND_HALF_EVEN, Decimal
 from fractions import Fraction
+from math import gcd, lcm
 from typing import Any
 
+import orjson
+
 from procgrade.engine.version import __version__ as ENGINE_VERSION
-from procgrade.engine.canonical import canonical_json, sha256_hex
+from procgrade.engine.canonical import canonical_json, canonical_json_of_typed, sha256_hex
 from procgrade.rules.identity import rule_hash, ruleset_hash, versions_of
 from procgrade.rules.model import BEHAVIOUR_PATTERNS, BINARY_CHECKS, RuleSet
 from procgrade.rules.monitor import Finding, RunMonitor, Tally
 
-__all__ = ["ScoreDocument", "score_run", "score_document", "FORMULA", "FORMULA_2", "DOCUMENT_FORMAT",
+__all__ = ["ScoreDocument", "RunScorer", "score_run", "score_document", "FORMULA", "FORMULA_2", "DOCUMENT_FORMAT",
            "DOCUMENT_FORMATS", "rational", "display", "NOT_GRADED"]
 
 #: The document layout of each template semantics: rule sets of semantics 1 (scored before
@@ -46,20 +49,52 @@ FORMULA_2 = (
 )
 
 
-@dataclass(frozen=True)
 class ScoreDocument:
-    run_id: str
-    ruleset_hash: str
-    engine_version: str
-    run_head_hash: str
-    run_event_count: int
-    process_score: Fraction | None
-    body: dict[str, Any]
-    canonical: bytes
+    """A run's score document: its canonical bytes and what they say.
+
+    ``body`` (the parsed document) may be given as None: it is then parsed from ``canonical`` when
+    first asked for, so the one writer storing thousands of documents never parses them."""
+
+    __slots__ = ("run_id", "ruleset_hash", "engine_version", "run_head_hash", "run_event_count",
+                 "process_score", "_body", "canonical")
+
+    def __init__(self, run_id: str, ruleset_hash: str, engine_version: str, run_head_hash: str,
+                 run_event_count: int, process_score: Fraction | None, body: dict[str, Any] | None,
+                 canonical: bytes) -> None:
+        for name, value in (("run_id", run_id), ("ruleset_hash", ruleset_hash), ("engine_version", engine_version),
+                            ("run_head_hash", run_head_hash), ("run_event_count", run_event_count),
+                            ("process_score", process_score), ("_body", body), ("canonical", canonical)):
+            object.__setattr__(self, name, value)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"ScoreDocument is immutable: cannot set {name}")
+
+    @property
+    def body(self) -> dict[str, Any]:
+        if self._body is None:
+            object.__setattr__(self, "_body", orjson.loads(self.canonical))
+        return self._body  # type: ignore[return-value]
 
     @property
     def sha256(self) -> str:
         return sha256_hex(self.canonical)
+
+    def _key(self) -> tuple[Any, ...]:
+        return (self.run_id, self.ruleset_hash, self.engine_version, self.run_head_hash, self.run_event_count,
+                self.process_score, self.canonical)
+
+    def __eq__(self, other: object) -> bool:
+        # the body is a function of the canonical bytes
+        return isinstance(other, ScoreDocument) and self._key() == other._key()
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __reduce__(self) -> Any:
+        return (ScoreDocument, self._key()[:6] + (None, self.canonical))
+
+    def __repr__(self) -> str:
+        return (f"ScoreDocument(run_id={self.run_id!r}, ruleset_hash={self.ruleset_hash[:16]!r}, "
+                f"run_event_count={self.run_event_count}, process_score={self.process_score!r})")
 
 
 def rational(value: Fraction | None) -> dict[str, str] | None:
@@ -77,11 +112,140 @@ def display(value: Fraction | None, places: int = 4) -> str:
     return str((Decimal(value.numerator) / Decimal(value.denominator)).quantize(quantum, rounding=ROUND_HALF_EVEN))
 
 
-def _weighted(entries: list[tuple[int, Fraction | None]]) -> Fraction | None:
-    applicable = [(w, s) for w, s in entries if s is not None]
+def _weighted_counts(entries: list[tuple[int, int, int]]) -> Fraction | None:
+    """The weighted mean of the rule scores f / j over (weight, fulfilled f, judged j), rules
+    with j = 0 left out (None when none is left): sum(w * f / j) / sum(w), exactly, in integers
+    with one reduction at the end."""
+    applicable = [(w, f, j) for w, f, j in entries if j]
     if not applicable:
         return None
-    return sum((Fraction(w) * s for w, s in applicable), Fraction(0)) / sum(w for w, _ in applicable)
+    common = lcm(*(j for _, _, j in applicable))
+    numerator = sum(w * f * (common // j) for w, f, j in applicable)
+    return Fraction(numerator, common * sum(w for w, _, _ in applicable))
+
+
+def _ratio(numerator: int, denominator: int) -> dict[str, str] | None:
+    """:func:`rational` of ``numerator / denominator`` (None when the denominator is 0), reduced."""
+    if not denominator:
+        return None
+    common = gcd(numerator, denominator)
+    return {"num": str(numerator // common), "den": str(denominator // common)}
+
+
+@dataclass(frozen=True)
+class _Layout:
+    """What a rule set's score documents share, built once per rule set: each rule's fixed fields,
+    the rules of each pattern and check, the header fields, and the canonical bytes of a document
+    with a numbered slot wherever a run's own values go (see :func:`_template`)."""
+
+    rules: tuple[tuple[str, int, dict[str, Any]], ...]  # (id, weight, fixed fields) sorted by id
+    patterns: tuple[tuple[str, tuple[str, ...]], ...]
+    checks: tuple[tuple[str, tuple[str, ...]], ...]
+    header: dict[str, Any]
+    formula: str
+    coverage: bool
+
+
+_LAYOUTS: dict[str, _Layout] = {}
+
+
+def _layout(ruleset: RuleSet, digest: str) -> _Layout:
+    layout = _LAYOUTS.get(digest)
+    if layout is not None:
+        return layout
+    hashes = _rule_hashes(ruleset, digest)
+    rules = tuple((rule.id, rule.weight, {
+        "id": rule.id,
+        "version": rule.version,
+        "rule_hash": hashes[rule.id],
+        "template": rule.template,
+        "pattern": rule.pattern,
+        "checks": sorted(rule.checks),
+        "weight": rule.weight,
+    }) for rule in sorted(ruleset.rules, key=lambda r: r.id))
+    semantics_version, extractor_version = versions_of(ruleset)
+    layout = _LAYOUTS[digest] = _Layout(
+        rules=rules,
+        patterns=tuple((name, tuple(sorted(r.id for r in ruleset.rules if r.pattern == name)))
+                       for name in BEHAVIOUR_PATTERNS),
+        checks=tuple((name, tuple(sorted(r.id for r in ruleset.rules if name in r.checks)))
+                     for name in BINARY_CHECKS),
+        header={"format": DOCUMENT_FORMATS[ruleset.semantics],
+                "ruleset": {"name": ruleset.name, "version": ruleset.version, "hash": digest},
+                "engine_version": ENGINE_VERSION, "semantics_version": semantics_version,
+                "extractor_version": extractor_version},
+        formula=FORMULA if ruleset.semantics == 1 else FORMULA_2,
+        coverage=ruleset.semantics >= 2,
+    )
+    return layout
+
+
+#: One rule's values in a run: (activations, fulfilled, violated, vacuous, score, violations).
+RuleValues = tuple[Any, Any, Any, Any, Any, Any]
+
+
+def _body(layout: _Layout, *, run_id: Any, head_hash: Any, event_count: Any, rules: list[RuleValues],
+          patterns: Any, checks: Any, process_score: Any, coverage: tuple[Any, Any, Any]) -> dict[str, Any]:
+    """The score document's body from a run's values (the one place its shape is written)."""
+    rules_out: list[dict[str, Any]] = []
+    for (_, _, fixed), (activations, fulfilled, violated, vacuous, score, violations) in zip(layout.rules, rules):
+        entry = dict(fixed)
+        entry["checks"] = list(fixed["checks"])
+        entry["activations"] = activations
+        entry["fulfilled"] = fulfilled
+        entry["violated"] = violated
+        entry["vacuous"] = vacuous
+        entry["score"] = score
+        entry["violations"] = violations
+        rules_out.append(entry)
+    header = layout.header
+    body = {
+        "format": header["format"],
+        "run_id": run_id,
+        "run_head_hash": head_hash,
+        "run_event_count": event_count,
+        "ruleset": dict(header["ruleset"]),
+        "engine_version": header["engine_version"],
+        "semantics_version": header["semantics_version"],
+        "extractor_version": header["extractor_version"],
+        "rules": rules_out,
+        "patterns": patterns,
+        "checks": checks,
+        "process_score": process_score,
+        "formula": layout.formula,
+    }
+    if layout.coverage:
+        rules_applicable, judged_activations, model_events = coverage
+        body["coverage"] = {
+            "rules": len(rules_out),
+            "rules_applicable": rules_applicable,
+            "judged_activations": judged_activations,
+            "model_events": model_events,
+        }
+    return body
+
+
+def _canonical_document(body: dict[str, Any]) -> bytes:
+    """RFC 8785 bytes of a score document. Its keys are ASCII constants and it holds no float
+    (counts, seqs and weights are integers, rationals are strings), so orjson's sorted output is
+    the canonical form; an integer beyond 64 bits goes the reference way."""
+    try:
+        return canonical_json_of_typed(body)
+    except orjson.JSONEncodeError:
+        return canonical_json(body)
+
+
+def _summary(layout: _Layout, counts: tuple[tuple[int, int, int], ...]) -> tuple[Any, ...]:
+    """What depends only on the rules' (weight, fulfilled, judged): (process score, its JSON value,
+    patterns, checks, rules applicable, judged activations)."""
+    by_id = {rule_id: count for (rule_id, _, _), count in zip(layout.rules, counts)}
+    process = _weighted_counts(list(counts))
+    patterns = {name: {"rules": list(ids), "score": rational(_weighted_counts([by_id[i] for i in ids]))}
+                for name, ids in layout.patterns}
+    checks = {name: {"rules": list(ids), "score": rational(_weighted_counts([by_id[i] for i in ids]))}
+              for name, ids in layout.checks}
+    return (process, rational(process), patterns, checks, sum(1 for _, _, j in counts if j),
+            sum(j for _, _, j in counts))
 
 
 def score_document(
@@ -91,68 +255,27 @@ def score_document(
     """Assemble the canonical score document from a run's findings (all of them, or the
     violations plus ``tallies`` counting the rest)."""
     digest = ruleset_digest or ruleset_hash(ruleset)
-    hashes = _rule_hashes(ruleset, digest)
-    rules_out: list[dict[str, Any]] = []
-    rule_scores: dict[str, tuple[int, Fraction | None]] = {}
-    for rule in sorted(ruleset.rules, key=lambda r: r.id):
-        found = findings[rule.id]
+    layout = _layout(ruleset, digest)
+    values: list[RuleValues] = []
+    counts: list[tuple[int, int, int]] = []
+    for rule_id, weight, _ in layout.rules:
+        found = findings[rule_id]
         violated = [f for f in found if f.verdict == "violated"]
         if tallies is not None:
-            fulfilled, vacuous = tallies[rule.id].fulfilled, tallies[rule.id].vacuous
+            fulfilled, vacuous = tallies[rule_id].fulfilled, tallies[rule_id].vacuous
         else:
             fulfilled = sum(1 for f in found if f.verdict == "fulfilled")
             vacuous = sum(1 for f in found if f.verdict == "vacuous")
         judged = fulfilled + len(violated)
-        score = Fraction(fulfilled, judged) if judged else None
-        rule_scores[rule.id] = (rule.weight, score)
-        rules_out.append({
-            "id": rule.id,
-            "version": rule.version,
-            "rule_hash": hashes[rule.id],
-            "template": rule.template,
-            "pattern": rule.pattern,
-            "checks": sorted(rule.checks),
-            "weight": rule.weight,
-            "activations": fulfilled + len(violated) + vacuous,
-            "fulfilled": fulfilled,
-            "violated": len(violated),
-            "vacuous": vacuous,
-            "score": rational(score),
-            "violations": [{"seq": f.seq, "stage": f.stage, "cited": list(f.cited)} for f in violated],
-        })
-    process = _weighted(list(rule_scores.values()))
-    patterns = {
-        name: _subtotal(name, [r for r in ruleset.rules if r.pattern == name], rule_scores)
-        for name in BEHAVIOUR_PATTERNS
-    }
-    checks = {
-        name: _subtotal(name, [r for r in ruleset.rules if name in r.checks], rule_scores)
-        for name in BINARY_CHECKS
-    }
-    semantics_version, extractor_version = versions_of(ruleset)
-    body = {
-        "format": DOCUMENT_FORMATS[ruleset.semantics],
-        "run_id": run_id,
-        "run_head_hash": head_hash,
-        "run_event_count": event_count,
-        "ruleset": {"name": ruleset.name, "version": ruleset.version, "hash": digest},
-        "engine_version": ENGINE_VERSION,
-        "semantics_version": semantics_version,
-        "extractor_version": extractor_version,
-        "rules": rules_out,
-        "patterns": patterns,
-        "checks": checks,
-        "process_score": rational(process),
-        "formula": FORMULA if ruleset.semantics == 1 else FORMULA_2,
-    }
-    if ruleset.semantics >= 2:
-        body["coverage"] = {
-            "rules": len(rules_out),
-            "rules_applicable": sum(1 for r in rules_out if r["fulfilled"] + r["violated"] > 0),
-            "judged_activations": sum(r["fulfilled"] + r["violated"] for r in rules_out),
-            "model_events": model_events,
-        }
-    return ScoreDocument(run_id, digest, ENGINE_VERSION, head_hash, event_count, process, body, canonical_json(body))
+        counts.append((weight, fulfilled, judged))
+        values.append((judged + vacuous, fulfilled, len(violated), vacuous, _ratio(fulfilled, judged),
+                       [{"seq": f.seq, "stage": f.stage, "cited": list(f.cited)} for f in violated]))
+    process, process_json, patterns, checks, applicable, judged_all = _summary(layout, tuple(counts))
+    body = _body(layout, run_id=run_id, head_hash=head_hash, event_count=event_count, rules=values,
+                 patterns=patterns, checks=checks, process_score=process_json,
+                 coverage=(applicable, judged_all, model_events))
+    return ScoreDocument(run_id, digest, ENGINE_VERSION, head_hash, event_count, process, body,
+                         _canonical_document(body))
 
 
 _RULE_HASHES: dict[str, dict[str, str]] = {}
@@ -166,9 +289,157 @@ def _rule_hashes(ruleset: RuleSet, digest: str) -> dict[str, str]:
     return hashes
 
 
-def _subtotal(name: str, rules: list[Any], rule_scores: dict[str, tuple[int, Fraction | None]]) -> dict[str, Any]:
-    ids = sorted(r.id for r in rules)
-    return {"rules": ids, "score": rational(_weighted([rule_scores[i] for i in ids]))}
+_SLOT = "\u0001slot{}\u0001"  # no rule field, name or hash can hold a control character
+
+
+class _Template:
+    """A rule set's score document as canonical bytes with a ``%s`` wherever a run's values go.
+
+    Made once, from :func:`_body` with a marker in every run-dependent place serialised by
+    :func:`_canonical_document` itself; so filling the slots with the canonical bytes of each
+    value gives exactly the document :func:`score_document` makes (tests hold the two to it)."""
+
+    def __init__(self, layout: _Layout) -> None:
+        self.layout = layout
+        names: list[str] = []
+
+        def slot(name: str) -> str:
+            names.append(name)
+            return _SLOT.format(len(names) - 1)
+
+        rules = [tuple(slot(f"{i}.{field}") for field in ("activations", "fulfilled", "violated", "vacuous",
+                                                           "score", "violations"))
+                 for i in range(len(layout.rules))]
+        patterns = {name: {"rules": list(ids), "score": slot(f"pattern.{name}")} for name, ids in layout.patterns}
+        checks = {name: {"rules": list(ids), "score": slot(f"check.{name}")} for name, ids in layout.checks}
+        body = _body(layout, run_id=slot("run_id"), head_hash=slot("run_head_hash"),
+                     event_count=slot("run_event_count"), rules=rules,  # type: ignore[arg-type]
+                     patterns=patterns, checks=checks, process_score=slot("process_score"),
+                     coverage=(slot("rules_applicable"), slot("judged_activations"), slot("model_events")))
+        text = _canonical_document(body).replace(b"%", b"%%")
+        order: list[int] = []
+        for number in range(len(names)):
+            marker = orjson.dumps(_SLOT.format(number))
+            if text.count(marker) != 1:
+                if not layout.coverage and names[number] in ("rules_applicable", "judged_activations", "model_events"):
+                    continue
+                raise AssertionError(f"score template: slot {names[number]} appears {text.count(marker)} times")
+            order.append(number)
+        order.sort(key=lambda number: text.index(orjson.dumps(_SLOT.format(number))))
+        for number in order:
+            text = text.replace(orjson.dumps(_SLOT.format(number)), b"%s")
+        self.text = text
+        #: where each named value goes in the ``%`` tuple (None: not in this format)
+        self.position = {names[number]: at for at, number in enumerate(order)}
+        self.size = len(order)
+        self.rule_positions = [tuple(self.position[f"{i}.{field}"] for field in ("activations", "fulfilled",
+                                                                                  "violated", "vacuous", "score",
+                                                                                  "violations"))
+                               for i in range(len(layout.rules))]
+        index = {rule_id: i for i, (rule_id, _, _) in enumerate(layout.rules)}
+        #: (position of a pattern's or check's score, indices of its rules in layout order)
+        self.subtotals = [(self.position[f"{prefix}.{name}"], tuple(index[i] for i in ids))
+                          for prefix, groups in (("pattern", layout.patterns), ("check", layout.checks))
+                          for name, ids in groups]
+        self.scores: dict[tuple[tuple[int, int, int], ...], tuple[Fraction | None, bytes]] = {}
+
+    def subtotal(self, counts: tuple[tuple[int, int, int], ...]) -> tuple[Fraction | None, bytes]:
+        """(weighted score, its canonical bytes) of some rules' (weight, fulfilled, judged),
+        remembered: a pattern or check has few rules, and runs repeat their few count patterns."""
+        found = self.scores.get(counts)
+        if found is None:
+            if len(self.scores) >= 50_000:
+                self.scores.clear()
+            value = _weighted_counts(list(counts))
+            found = self.scores[counts] = (value, _dumps(rational(value)))
+        return found
+
+
+def _dumps(value: Any) -> bytes:
+    return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+
+
+_RATIOS: dict[tuple[int, int], bytes] = {}
+
+
+def _ratio_bytes(numerator: int, denominator: int) -> bytes:
+    found = _RATIOS.get((numerator, denominator))
+    if found is None:
+        if len(_RATIOS) >= 50_000:
+            _RATIOS.clear()
+        found = _RATIOS[(numerator, denominator)] = _dumps(_ratio(numerator, denominator))
+    return found
+
+
+class RunScorer:
+    """A rule set made ready once for scoring many runs in turn (a batch, a task).
+
+    Per run, only the run's own work remains: the monitor's compiled predicates and per-kind
+    handlers are reused (reset between runs), and the document is written into the rule set's
+    canonical template (:class:`_Template`) rather than built and serialised whole.
+    Not shared between threads: one scorer scores one run at a time.
+    """
+
+    def __init__(self, ruleset: RuleSet, digest: str | None = None) -> None:
+        self.ruleset = ruleset
+        self.digest = digest or ruleset_hash(ruleset)
+        self._monitor = RunMonitor(ruleset, detail=False)
+        self._template = _Template(_layout(ruleset, self.digest))
+        by_id = {monitor.id: monitor.tally for monitor in self._monitor.monitors}
+        #: each rule's tally (zeroed, never replaced, between runs) in the document's rule order
+        self._tallies = [by_id[rule_id] for rule_id, _, _ in self._template.layout.rules]
+
+    def canonical(self, batches: Iterable[Iterable[tuple[Any, ...]]], *, run_id: str, head_hash: str,
+                  event_count: int) -> tuple[bytes, Fraction | None]:
+        """(canonical document bytes, process score) of a run from its fact rows (given in
+        batches, in seq order): what a worker sends back."""
+        monitor = self._monitor
+        monitor.reset()
+        for rows in batches:
+            monitor.feed(rows)
+        findings = monitor.finish()
+        template = self._template
+        values: list[Any] = [b""] * template.size
+        counts = []
+        try:
+            for (rule_id, weight, _), where, tally in zip(template.layout.rules, template.rule_positions,
+                                                          self._tallies):
+                violated = findings[rule_id]
+                fulfilled, vacuous, failed = tally.fulfilled, tally.vacuous, len(violated)
+                judged = fulfilled + failed
+                counts.append((weight, fulfilled, judged))
+                values[where[0]] = b"%d" % (judged + vacuous)
+                values[where[1]] = b"%d" % fulfilled
+                values[where[2]] = b"%d" % failed
+                values[where[3]] = b"%d" % vacuous
+                values[where[4]] = _ratio_bytes(fulfilled, judged)
+                values[where[5]] = _dumps([{"seq": f.seq, "stage": f.stage, "cited": list(f.cited)}
+                                           for f in violated]) if violated else b"[]"
+            subtotal = template.subtotal
+            for where, members in template.subtotals:
+                values[where] = subtotal(tuple([counts[i] for i in members]))[1]
+            process = _weighted_counts(counts)
+            position = template.position
+            values[position["run_id"]] = _dumps(run_id)
+            values[position["run_head_hash"]] = _dumps(head_hash)
+            values[position["run_event_count"]] = b"%d" % event_count
+            values[position["process_score"]] = _dumps(rational(process))
+            if template.layout.coverage:
+                values[position["rules_applicable"]] = b"%d" % sum(1 for _, _, judged in counts if judged)
+                values[position["judged_activations"]] = b"%d" % sum(judged for _, _, judged in counts)
+                values[position["model_events"]] = b"%d" % monitor.model_events
+        except orjson.JSONEncodeError:  # an integer beyond 64 bits: the reference path
+            document = score_document(self.ruleset, findings, run_id=run_id, head_hash=head_hash,
+                                      event_count=event_count, ruleset_digest=self.digest,
+                                      tallies=monitor.tallies(), model_events=monitor.model_events)
+            return document.canonical, document.process_score
+        return template.text % tuple(values), process
+
+    def score(self, batches: Iterable[Iterable[tuple[Any, ...]]], *, run_id: str, head_hash: str,
+              event_count: int) -> ScoreDocument:
+        """The score document of a run from its fact rows (given in batches, in seq order)."""
+        canonical, process = self.canonical(batches, run_id=run_id, head_hash=head_hash, event_count=event_count)
+        return ScoreDocument(run_id, self.digest, ENGINE_VERSION, head_hash, event_count, process, None, canonical)
 
 
 def score_run(

@@ -91,7 +91,10 @@ class Tally:
 
 
 class _Monitor:
-    """Base: one rule's state over one run."""
+    """Base: one rule's state over one run (reusable: :meth:`clear` readies it for the next run)."""
+
+    #: The per-run state containers, emptied in place by :meth:`clear` (handlers bind them once).
+    _STATE: tuple[str, ...] = ()
 
     def __init__(self, rule: Any, semantics: int = 2) -> None:
         self.rule = rule
@@ -102,6 +105,20 @@ class _Monitor:
         self.stage_col = STAGE if semantics == 1 else COLUMN["in_stage"]
         self.findings: list[Finding] = []
         self.tally: Tally | None = None  # set by count_only()
+        #: The :class:`RunMonitor` feeding this rule (its count of model events so far).
+        self.owner: Any = None
+
+    def clear(self) -> None:
+        """Forget the run fed so far; the compiled predicates and built handlers stay."""
+        self.findings.clear()
+        if self.tally is not None:
+            self.tally.fulfilled = self.tally.vacuous = 0
+        for name in self._STATE:
+            state = getattr(self, name)
+            if state:
+                state.clear()
+        if not self.stage_scoped and "partitions" in self._STATE:
+            self.partitions.add(None)  # type: ignore[attr-defined]  # scope run: its one partition
 
     def partition(self, row: tuple[Any, ...]) -> tuple[bool, Any]:
         """(in scope, partition key) of ``row``."""
@@ -159,6 +176,8 @@ class _Monitor:
 
 
 class _Count(_Monitor):
+    _STATE = ("matched", "partitions", "applicable")
+
     def __init__(self, rule: Any, low: int, high: int | None, semantics: int = 2) -> None:
         super().__init__(rule, semantics)
         self.match = compile_any(as_list(rule.match), "model")
@@ -181,6 +200,25 @@ class _Count(_Monitor):
     def kinds(self) -> set[str]:
         return {_ALL} if (self.stage_scoped or self.guard_any_model) else self._kinds
 
+    def handler(self, kind: str) -> Any:
+        """Scope ``run`` under a :class:`RunMonitor`: only the kinds the rule or its guard name
+        (the one partition always exists; "any model event" is the run's count of them)."""
+        if self.stage_scoped or self.owner is None:
+            return super().handler(kind)
+        match = self.match.for_kind(kind)
+        guard = None if self.guard is None else self.guard.for_kind(kind)
+        if match is None and guard is None:
+            return None
+        matched, applicable = self.matched, self.applicable
+
+        def on(row: tuple[Any, ...]) -> None:
+            if match is not None and (match is True or match(row)):
+                matched.setdefault(None, []).append(row[SEQ])
+            if guard is not None and (guard is True or guard(row)):
+                applicable.add(None)
+
+        return on
+
     def _on(self, row: tuple[Any, ...]) -> None:
         inside, part = self.partition(row)
         if not inside:
@@ -196,6 +234,8 @@ class _Count(_Monitor):
 
     def finish(self) -> None:
         judged_all = self.semantics < 2
+        if self.guard_any_model and not self.stage_scoped and self.owner is not None and self.owner.model_events:
+            self.applicable.add(None)
         for part in sorted(self.partitions, key=lambda p: -1 if p is None else p):
             if not judged_all and part not in self.applicable:
                 self.emit(VACUOUS, None, part)
@@ -252,6 +292,8 @@ class _Keyed(_Monitor):
 
 
 class _Precedence(_Keyed):
+    _STATE = ("last_target", "judged")
+
     def __init__(self, rule: PrecedenceRule, semantics: int = 2) -> None:
         super().__init__(rule, semantics)
         self.activation = compile_any(as_list(rule.activation), "model")
@@ -294,6 +336,8 @@ class _Precedence(_Keyed):
 
 
 class _PrecedenceSince(_Keyed):
+    _STATE = ("last_target", "last_reset")
+
     def __init__(self, rule: PrecedenceSinceRule, semantics: int = 2) -> None:
         super().__init__(rule, semantics)
         self.activation = compile_any(as_list(rule.activation), "model")
@@ -348,6 +392,8 @@ class _PrecedenceSince(_Keyed):
 
 
 class _Response(_Keyed):
+    _STATE = ("pending", "pending_by_part")
+
     def __init__(self, rule: ResponseRule, semantics: int = 2) -> None:
         super().__init__(rule, semantics)
         self.activation = compile_any(as_list(rule.activation), "model")
@@ -409,6 +455,8 @@ def _slot_order(slot: tuple[Any, Any]) -> tuple[str, str]:
 
 
 class _ChainResponse(_Monitor):
+    _STATE = ("waiting",)
+
     def __init__(self, rule: ChainResponseRule, semantics: int = 2) -> None:
         super().__init__(rule, semantics)
         self.activation = compile_any(as_list(rule.activation), "model")
@@ -435,6 +483,8 @@ class _ChainResponse(_Monitor):
 
 
 class _ChainPrecedence(_Monitor):
+    _STATE = ("previous",)
+
     def __init__(self, rule: ChainPrecedenceRule, semantics: int = 2) -> None:
         super().__init__(rule, semantics)
         self.activation = compile_any(as_list(rule.activation), "model")
@@ -459,6 +509,8 @@ class _ChainPrecedence(_Monitor):
 
 
 class _NoRepeat(_Monitor):
+    _STATE = ("last", "last_reset")
+
     def __init__(self, rule: NoRepeatRule, semantics: int = 2) -> None:
         super().__init__(rule, semantics)
         self.activation = compile_any(as_list(rule.activation), "model")
@@ -500,6 +552,8 @@ class _NoRepeat(_Monitor):
 
 
 class _NotCoexistence(_Monitor):
+    _STATE = ("seen", "partitions")
+
     def __init__(self, rule: NotCoexistenceRule, semantics: int = 2) -> None:
         super().__init__(rule, semantics)
         self.first_a = compile_any(as_list(rule.activation), "model")
@@ -560,6 +614,8 @@ class _Satisfies(_Monitor):
 class _Distinct(_Monitor):
     """Distinct keys among matching events in the first ``early_percent`` % of the model's events."""
 
+    _STATE = ("model_count", "matched")
+
     def __init__(self, rule: DistinctRule, semantics: int = 2) -> None:
         super().__init__(rule, semantics)
         self.match = compile_any(as_list(rule.match), "model")
@@ -570,6 +626,22 @@ class _Distinct(_Monitor):
 
     def kinds(self) -> set[str]:
         return {_ALL}
+
+    def handler(self, kind: str) -> Any:
+        """Scope ``run`` under a :class:`RunMonitor`: only matching kinds; an event's rank among
+        the model's events is the run's count of them so far (this event included)."""
+        if self.stage_scoped or self.owner is None:
+            return super().handler(kind)
+        match = self.match.for_kind(kind)
+        if match is None:
+            return None
+        owner, key_index, matched = self.owner, self.key_index, self.matched
+
+        def on(row: tuple[Any, ...]) -> None:
+            if match is True or match(row):
+                matched.setdefault(None, []).append((owner.model_events, row[SEQ], row[key_index]))
+
+        return on
 
     def _on(self, row: tuple[Any, ...]) -> None:
         inside, part = self.partition(row)
@@ -583,8 +655,9 @@ class _Distinct(_Monitor):
 
     def finish(self) -> None:
         percent, limit = self.rule.early_percent, self.rule.max
+        by_owner = not self.stage_scoped and self.owner is not None
         for part in sorted(self.matched, key=lambda p: -1 if p is None else p):
-            total = self.model_count.get(part, 0)
+            total = self.owner.model_events if by_owner else self.model_count.get(part, 0)
             firsts: dict[Any, int] = {}
             for rank, seq, key in self.matched[part]:
                 if key is not None and rank * 100 <= percent * total and key not in firsts:
@@ -612,7 +685,11 @@ def _monitor_for(rule: Any, semantics: int = 2) -> _Monitor:
 
 
 class RunMonitor:
-    """All rules of a set over one run: feed rows in seq order, then :meth:`finish`."""
+    """All rules of a set over one run: feed rows in seq order, then :meth:`finish`.
+
+    Compiling the rules (predicates, per-kind handlers) is the costly part of a small run, so a
+    monitor is reusable: :meth:`reset` readies it for the next run with everything compiled kept.
+    """
 
     def __init__(self, ruleset: RuleSet, *, detail: bool = True) -> None:
         """With ``detail`` False only violations are kept as findings; fulfilled and vacuous
@@ -621,10 +698,17 @@ class RunMonitor:
         #: Events by the model's own actors (``agent``, ``subagent:<id>``) fed so far.
         self.model_events = 0
         self._is_model: dict[str, bool] = {}
-        if not detail:
-            for monitor in self.monitors:
+        for monitor in self.monitors:
+            monitor.owner = self
+            if not detail:
                 monitor.count_only()
         self._dispatch: dict[str, tuple[Any, ...]] = {}
+
+    def reset(self) -> None:
+        """Forget the run fed so far (findings, tallies, every rule's state)."""
+        self.model_events = 0
+        for monitor in self.monitors:
+            monitor.clear()
 
     def _handlers(self, kind: str) -> tuple[Any, ...]:
         """The rules' handlers for ``kind``, in rule-set order (built once per kind)."""
@@ -657,7 +741,7 @@ class RunMonitor:
 
     def tallies(self) -> dict[str, Tally]:
         """Counts of fulfilled and vacuous activations per rule (``detail=False`` only)."""
-        return {m.id: m.tally for m in self.monitors if m.tally is not None}
+        return {m.id: Tally(m.tally.fulfilled, m.tally.vacuous) for m in self.monitors if m.tally is not None}
 
 
 def evaluate(ruleset: RuleSet, rows: Iterable[tuple[Any, ...]]) -> dict[str, list[Finding]]:

@@ -70,22 +70,49 @@ def _conditions(predicate: Predicate) -> tuple[RowCheck, ...]:
 class _Entry:
     """One predicate's test once the kind is known: the actor, then the column conditions."""
 
-    __slots__ = ("actors", "cache", "checks")
+    __slots__ = ("actors", "checks")
 
     def __init__(self, actors: tuple[str, ...], checks: tuple[RowCheck, ...]) -> None:
-        self.actors, self.checks, self.cache = actors, checks, {}
+        self.actors, self.checks = actors, checks
 
-    def __call__(self, row: tuple[Any, ...]) -> bool:
-        actor = row[ACTOR]
-        ok = self.cache.get(actor)
-        if ok is None:
-            ok = self.cache[actor] = actor_matches(actor, self.actors)
-        if not ok:
-            return False
-        for check in self.checks:
-            if not check(row):
-                return False
-        return True
+    def test(self) -> RowCheck:
+        """The entry as one plain function (the hot path: no bound-method call, no loop for
+        the common shapes), the actor's class looked up once per distinct actor string."""
+        checks = self.checks
+        if self.actors == ("any",):
+            if len(checks) == 1:
+                return checks[0]
+            return lambda row: all(check(row) for check in checks)
+        actors, cache = self.actors, {}
+
+        def actor_ok(actor: str) -> bool:
+            ok = cache[actor] = actor_matches(actor, actors)
+            return ok
+
+        if not checks:
+            def test(row: tuple[Any, ...]) -> bool:
+                ok = cache.get(row[ACTOR])
+                return actor_ok(row[ACTOR]) if ok is None else ok
+        elif len(checks) == 1:
+            only = checks[0]
+
+            def test(row: tuple[Any, ...]) -> bool:
+                ok = cache.get(row[ACTOR])
+                if ok is None:
+                    ok = actor_ok(row[ACTOR])
+                return ok and only(row)
+        else:
+            def test(row: tuple[Any, ...]) -> bool:
+                ok = cache.get(row[ACTOR])
+                if ok is None:
+                    ok = actor_ok(row[ACTOR])
+                if not ok:
+                    return False
+                for check in checks:
+                    if not check(row):
+                        return False
+                return True
+        return test
 
 
 class Matcher:
@@ -119,8 +146,11 @@ def _merge(entries: list[_Entry]) -> Any:
     if any(e.actors == ("any",) and not e.checks for e in entries):
         return True
     if len(entries) == 1:
-        return entries[0]
-    tests = tuple(entries)
+        return entries[0].test()
+    tests = tuple(entry.test() for entry in entries)
+    if len(tests) == 2:
+        first, second = tests
+        return lambda row: first(row) or second(row)
     return lambda row: any(test(row) for test in tests)
 
 

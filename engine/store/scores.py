@@ -8,8 +8,10 @@ new row and never replaces an old one.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from itertools import chain, groupby, islice
+from operator import itemgetter
 from typing import Any
 
 from sqlalchemy import select
@@ -24,6 +26,10 @@ __all__ = ["StoredScore", "ScoreStore", "FACT_ROW_COLUMNS"]
 
 #: What rules read of an event, in this order (rules.predicates.ROW_COLUMNS mirrors it).
 FACT_ROW_COLUMNS: tuple[str, ...] = ("seq", "kind", "actor", "stage") + tuple(FACT_COLUMNS) + ("in_stage",)
+_SCORE_COLUMNS = ("run_id", "ruleset_hash", "engine_version", "run_head_hash", "run_event_count", "process_score",
+                  "document", "document_sha256")
+#: Runs whose facts one query reads (bound parameters stay far below every database's limit).
+RUNS_PER_QUERY = 500
 
 
 @dataclass(frozen=True)
@@ -79,6 +85,46 @@ class ScoreStore:
         finally:
             raw.close()
 
+    def facts_of_runs(self, runs: Sequence[tuple[str, int | None]], *, batch: int = 20_000,
+                      per_query: int = RUNS_PER_QUERY) -> Iterator[tuple[str, Iterator[tuple[Any, ...]]]]:
+        """(run id, its fact rows in seq order) for each of ``runs`` (run id, read only its first
+        ``upto`` events when not None) that has events, many runs per query: one query streams
+        the rows of up to ``per_query`` runs ordered by run and seq, so a small run costs its
+        rows, not a query. Runs come in the database's order of run ids (its collation, not
+        necessarily the caller's): callers key what they make by the run id yielded. Each run's
+        rows must be consumed (or dropped) before the next run is asked for. The rows carry the
+        run id as an extra last column (rules read the first :data:`FACT_ROW_COLUMNS` only)."""
+        from procgrade.engine.store.database_errors import translate
+
+        upto = dict(runs)
+        ids = list(upto)
+        param = self.store.param
+        columns = ", ".join(FACT_ROW_COLUMNS) + ", run_id"
+        raw = self.engine.raw_connection()
+        try:
+            for start in range(0, len(ids), per_query):
+                part = ids[start:start + per_query]
+                query = (f"SELECT {columns} FROM events WHERE run_id IN ({', '.join([param] * len(part))}) "
+                         "ORDER BY run_id, seq")
+                # PostgreSQL: a server-side (named) cursor, so a client holds one batch, never the runs.
+                cursor = (raw.driver_connection.cursor(name="procgrade_facts_of_runs")
+                          if self.store.dialect == "postgresql" else raw.driver_connection.cursor())
+                try:
+                    cursor.execute(query, part)
+                    stream = chain.from_iterable(iter(lambda: cursor.fetchmany(batch), []))
+                    for run_id, rows in groupby(stream, key=itemgetter(-1)):
+                        limit = upto[run_id]
+                        yield run_id, (rows if limit is None else islice(rows, limit))
+                except Exception as exc:
+                    translated = translate(exc)
+                    if translated is None:
+                        raise
+                    raise translated from exc
+                finally:
+                    cursor.close()
+        finally:
+            raw.close()
+
     def fact_rows(self, run_id: str, *, upto: int | None = None) -> Iterator[tuple[Any, ...]]:
         """The run's typed fact rows in seq order, one by one."""
         for rows in self.fact_batches(run_id, upto=upto):
@@ -121,6 +167,48 @@ class ScoreStore:
                 f"stored one (stored {stored[0][:16]}, now {score.document_sha256[:16]})",
                 run_id=score.run_id)
         return False
+
+    def append_scores(self, scores: Sequence[StoredScore]) -> list[bool]:
+        """Store many documents in one transaction (one commit per batch, not per run: the one
+        writer's cost is what scoring many small runs comes down to); per document, whether it
+        was new. The keys already held are looked up under the write lock, a few hundred per
+        query; a held key must hold the same bytes, else :class:`ScoreDriftError` and nothing
+        of the batch is written. Idempotent, also for concurrent writers."""
+        sql = self.store._sql
+        insert = sql(f"INSERT INTO scores ({', '.join(_SCORE_COLUMNS)}) "
+                     f"VALUES ({', '.join('?' * len(_SCORE_COLUMNS))})")
+        by_set: dict[str, list[str]] = {}
+        for score in scores:
+            by_set.setdefault(score.ruleset_hash, []).append(score.run_id)
+        with self.store._write_transaction() as tx:
+            # Look before inserting: the overwrite guards (revision 0005) refuse any insert over a
+            # held key on SQLite, an ON CONFLICT clause included.
+            held: dict[tuple[str, str, str, str], str] = {}
+            for digest, run_ids in by_set.items():
+                unique = sorted(set(run_ids))
+                for start in range(0, len(unique), RUNS_PER_QUERY):
+                    part = unique[start:start + RUNS_PER_QUERY]
+                    tx.execute(sql("SELECT run_id, ruleset_hash, engine_version, run_head_hash, document_sha256 "
+                                   f"FROM scores WHERE ruleset_hash = ? AND run_id IN ({', '.join('?' * len(part))})"),
+                               (digest, *part))
+                    held.update(((row[0], row[1], row[2], row[3]), row[4]) for row in tx.fetchall())
+            written, new_rows = [], []
+            for score in scores:
+                key = (score.run_id, score.ruleset_hash, score.engine_version, score.run_head_hash)
+                stored = held.get(key)
+                if stored is None:
+                    held[key] = score.document_sha256
+                    new_rows.append(tuple(getattr(score, name) for name in _SCORE_COLUMNS))
+                    written.append(True)
+                    continue
+                if stored != score.document_sha256:
+                    raise ScoreDriftError(
+                        f"run {score.run_id}: the score under rule set {score.ruleset_hash[:16]} differs from the "
+                        f"stored one (stored {stored[:16]}, now {score.document_sha256[:16]})", run_id=score.run_id)
+                written.append(False)
+            if new_rows:
+                tx.executemany(insert, new_rows)
+        return written
 
     def scores(self, run_id: str | None = None) -> list[StoredScore]:
         query = select(scores_table).order_by(
