@@ -1,6 +1,8 @@
-"""The ``procgrade`` command line: a thin layer, each command one library call."""
+"""The ``procgrade`` command line: a thin layer, each command one library call.
 
-from __future__ import annotations
+No ``from __future__ import annotations`` here: Typer reads every command's annotations at each start,
+and string annotations cost an ``eval`` each (a tenth of a second over the whole command tree).
+"""
 
 import sys
 from collections.abc import Iterator
@@ -65,7 +67,7 @@ def _main_options(
 
 
 @contextmanager
-def _store(db: str, *, create: bool = False) -> Iterator[EventStore]:
+def _store(db: str, *, create: bool = False) -> Iterator["EventStore"]:
     from procgrade.engine.store import opened_store
 
     with opened_store(db, create=create) as store:
@@ -132,8 +134,12 @@ def formats_command() -> None:
 @app.command()
 def runs(db: DbOption = DEFAULT_DB) -> None:
     """List the stored runs."""
-    with _store(db) as store:
-        infos = store.runs()
+    from procgrade.engine.cli_runs import quick_runs
+
+    infos = quick_runs(db)  # a SQLite store is read without loading SQLAlchemy (start-up, issue 16)
+    if infos is None:
+        with _store(db) as store:
+            infos = store.runs()
     table = Table(title=f"{len(infos)} runs")
     table.add_column("run", overflow="fold")  # run ids are the handles users copy: never cut them
     for header in ("format", "harness", "model", "task", "events", "unparsed", "redacted", "sealed"):
@@ -257,7 +263,7 @@ def keygen(
     out.print(Text(f"private key {private}, public key {public} (sha256 {fingerprint})"))
 
 
-def _check_receipts(store: EventStore, receipts: Path, public_key: Optional[Path], run_ids: Optional[list[str]]) -> int:
+def _check_receipts(store: "EventStore", receipts: Path, public_key: Optional[Path], run_ids: Optional[list[str]]) -> int:
     from procgrade.engine.receipts import verify_receipts
 
     if public_key is None:
@@ -274,6 +280,12 @@ RulesOption = Annotated[
     Optional[Path],
     typer.Option("--rules", help="Rule set file (default: the built-in rules/sets/default.yaml)."),
 ]
+MinCoverageOption = Annotated[Optional[str], typer.Option(
+    "--min-coverage", help="Leave out of process analyses the runs whose share of applicable rules "
+    "(rules_applicable / rules) is below this fraction (0.5, 1/2, 50%); they are listed apart.", show_default=False)]
+AliasesOption = Annotated[Optional[Path], typer.Option(
+    "--aliases", help="YAML or JSON mapping of raw or normalised model names to the group they belong to.",
+    show_default=False)]
 
 
 @app.command()
@@ -683,12 +695,6 @@ CompareByOption = Annotated[str, typer.Option("--by", help="Group runs by this p
                                             "harness_version, task_id, format, run_id, settings.<key>, labels.<key>.")]
 CompareAllowMixedOption = Annotated[bool, typer.Option("--allow-mixed", help="Pool runs whose settings differ within a "
                                                 "group (the output says which settings differ).")]
-MinCoverageOption = Annotated[Optional[str], typer.Option(
-    "--min-coverage", help="Leave out of process analyses the runs whose share of applicable rules "
-    "(rules_applicable / rules) is below this fraction (0.5, 1/2, 50%); they are listed apart.", show_default=False)]
-AliasesOption = Annotated[Optional[Path], typer.Option(
-    "--aliases", help="YAML or JSON mapping of raw or normalised model names to the group they belong to.",
-    show_default=False)]
 
 
 def _analysis_filters(min_coverage: str | None, aliases: Path | None):  # type: ignore[no-untyped-def]
