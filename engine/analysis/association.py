@@ -27,7 +27,9 @@ runs with no verdict, or whose check graded nothing, are left out and counted.
   suppressed with that reason.
   Pooled over groups, the table above is *crude* (groups with different resolution rates can confound it),
   so the Mantel-Haenszel odds ratio stratified by group is given next to it with its interval
-  (``statsmodels.stats.contingency_tables.StratifiedTable``), over the groups whose table has a contrast.
+  (``statsmodels.stats.contingency_tables.StratifiedTable``'s, computed to the bit by
+  :mod:`procgrade.engine.analysis.exact_replicas` without importing statsmodels), over the groups whose
+  table has a contrast.
 * **Discrimination** (pooled and per group): the mean process score of resolved and unresolved runs (exact),
   and the AUC of the process score as a predictor of resolution (``sklearn.metrics.roc_auc_score``, computed
   to the bit by :func:`roc_auc` without its per-call validation: the chance that a random resolved run outscores a random unresolved one, ties counting half) with a seeded
@@ -255,13 +257,11 @@ def _mantel_haenszel(tables: Sequence[tuple[int, int, int, int]], confidence: fl
     usable = [t for t in tables if (t[0] + t[1]) and (t[2] + t[3]) and (t[0] + t[2]) and (t[1] + t[3])]
     if not usable:
         return None, None, None, 0, "no group has a contrast"
-    from statsmodels.stats.contingency_tables import StratifiedTable
+    from procgrade.engine.analysis.exact_replicas import mantel_haenszel_odds_ratio
 
     with warnings.catch_warnings(), np.errstate(divide="ignore", invalid="ignore"):
         warnings.simplefilter("ignore")
-        st = StratifiedTable([np.array([[a, b], [c, d]], dtype=float) for a, b, c, d in usable])
-        estimate = float(st.oddsratio_pooled)
-        low, high = st.oddsratio_pooled_confint(alpha=1 - confidence)
+        estimate, low, high = mantel_haenszel_odds_ratio(usable, alpha=1 - confidence)
     if not math.isfinite(estimate) or estimate == 0:
         return None, None, None, len(usable), "a zero cell in every group: no Mantel-Haenszel estimate"
     return estimate, _finite_or_inf(low), _finite_or_inf(high), len(usable), None

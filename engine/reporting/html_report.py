@@ -336,7 +336,8 @@ def render_report(store: EventStore, *, ruleset: RuleSet | None = None, by: str 
         extra_suppressed=(suppressed_notes(association) if association is not None else [])
         + _calibration_suppressed(calibration_data))
     if run_pages:
-        pages = [run_page(store, view.run_id, ruleset) for view in views]
+        digest = ruleset_hash(ruleset)
+        pages = [run_page(store, view.run_id, ruleset, digest=digest) for view in views]
         run_detail = run_sections(pages, {v.run_id: v.outcome for v in views},
                                   {v.run_id: (by, group_key(v, by, identity) or "-") for v in views})
     else:

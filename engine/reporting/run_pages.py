@@ -18,9 +18,12 @@ from typing import Any
 from procgrade.engine.analysis.dataset import NOT_GRADED
 from procgrade.engine.reporting.markup import anchor, esc, fmt_num
 from procgrade.engine.rescoring import run_findings
+from procgrade.engine.scoring import ScoreDocument, score_document
 from procgrade.engine.store import EventStore
+from procgrade.engine.store.scores import ScoreStore
 from procgrade.engine.timeline import describe
 from procgrade.rules.model import RuleSet
+from procgrade.rules.monitor import Finding, RunMonitor
 
 __all__ = [
     "RuleSummary",
@@ -114,10 +117,26 @@ def _stored_stream(store: EventStore, run_id: str) -> tuple[str, Any]:
         return stream, store.run(stream)  # neither: the "no run" error names the grades stream
 
 
-def run_page(store: EventStore, run_id: str, ruleset: RuleSet) -> RunPage:
-    """A run's timeline and its findings under ``ruleset`` (computed from the log, as ``explain`` does)."""
+def _findings(store: EventStore, ruleset: RuleSet, run_id: str, info: Any,
+              digest: str | None) -> tuple[dict[str, list[Finding]], ScoreDocument]:
+    """:func:`procgrade.engine.rescoring.run_findings` for a run whose info is read already, with the rule
+    set's hash computed once per report rather than once per run (it canonicalises every rule)."""
+    if digest is None:
+        return run_findings(store, ruleset, run_id)
+    monitor = RunMonitor(ruleset)
+    for rows in ScoreStore(store).fact_batches(run_id):
+        monitor.feed(rows)
+    findings = monitor.finish()
+    document = score_document(ruleset, findings, run_id=run_id, head_hash=info.head_hash or "",
+                              event_count=info.event_count, ruleset_digest=digest, model_events=monitor.model_events)
+    return findings, document
+
+
+def run_page(store: EventStore, run_id: str, ruleset: RuleSet, *, digest: str | None = None) -> RunPage:
+    """A run's timeline and its findings under ``ruleset`` (computed from the log, as ``explain`` does);
+    ``digest``: the rule set's hash, when the caller has it."""
     stored, info = _stored_stream(store, run_id)
-    findings, document = run_findings(store, ruleset, stored)
+    findings, document = _findings(store, ruleset, stored, info, digest)
     titles = {rule.id: rule.title for rule in ruleset.rules}
     violated = [f for rule in ruleset.rules for f in findings[rule.id] if f.verdict == "violated"]
     violations = tuple(Violation(f.rule, titles[f.rule], f.seq, f.stage, tuple(f.cited))
