@@ -306,14 +306,14 @@ def roc_auc(y: np.ndarray, x: np.ndarray) -> float:
     order = np.argsort(x, kind="mergesort")[::-1]
     scores = x[order]
     labels = y[order].astype(np.float64)
-    last = np.r_[np.where(np.diff(scores))[0], labels.size - 1]
+    last = np.concatenate((np.nonzero(np.diff(scores))[0], [labels.size - 1]))
     tps = np.cumsum(labels, dtype=np.float64)[last]
     fps = 1 + last.astype(np.float64) - tps
     if fps.shape[0] > 2:
-        keep = np.where(np.r_[True, np.logical_or(np.diff(fps, 2), np.diff(tps, 2)), True])[0]
+        keep = np.nonzero(np.concatenate(([True], np.logical_or(np.diff(fps, 2), np.diff(tps, 2)), [True])))[0]
         fps, tps = fps[keep], tps[keep]
-    tps = np.r_[0.0, tps]
-    fps = np.r_[0.0, fps]
+    tps = np.concatenate(([0.0], tps))
+    fps = np.concatenate(([0.0], fps))
     return float(trapezoid(tps / tps[-1], fps / fps[-1]))
 
 
