@@ -300,7 +300,7 @@ def roc_auc(y: np.ndarray, x: np.ndarray) -> float:
     without its input validation (which costs twenty times the computation; a bootstrap calls this
     thousands of times). The same steps as scikit-learn's ``roc_curve`` (thresholds at the distinct
     scores, collinear points dropped, (0, 0) prepended) and the same trapezoid sum over the same
-    arrays; tests/test_association.py checks it against scikit-learn."""
+    arrays; tests/test_analysis_replicas.py checks it against scikit-learn."""
     from scipy.integrate import trapezoid
 
     order = np.argsort(x, kind="mergesort")[::-1]

@@ -6,7 +6,7 @@ package), more than everything else the report computes. These functions make th
 and numpy calls on the same values in the same order as ``statsmodels.stats.proportion.
 proportion_confint(method="beta")`` and ``statsmodels.stats.contingency_tables.StratifiedTable``
 (``oddsratio_pooled``, ``oddsratio_pooled_confint``), so the figures are the same floats;
-tests/test_exact_replicas.py checks them against statsmodels.
+tests/test_analysis_replicas.py checks them against statsmodels.
 """
 
 from __future__ import annotations

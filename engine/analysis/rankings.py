@@ -194,7 +194,7 @@ def _tau_b_and_rho(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     Kendall's tau-b: scipy computes ``(concordant - discordant) / sqrt(pairs - x ties) / sqrt(pairs - y
     ties)`` from integer pair counts, here counted from the pairwise signs. Spearman's rho: scipy takes
     ``numpy.corrcoef`` of the average ranks laid out as its ``apply_along_axis`` lays them out, and so
-    does this. tests/test_rankings_fast.py checks both against scipy."""
+    does this. tests/test_analysis_replicas.py checks both against scipy."""
     size = x.size
     if size < 2:
         return np.array([np.nan, np.nan])
