@@ -10,7 +10,6 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Optional
 
-import orjson
 import typer
 from rich.console import Console
 from rich.table import Table
@@ -505,12 +504,18 @@ def report(
     out.print(Text(done.summary))
 
 
+def _print_schema(schema: dict) -> None:
+    import orjson
+
+    sys.stdout.buffer.write(orjson.dumps(schema, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS) + b"\n")
+
+
 @schema_app.command("rules")
 def schema_rules() -> None:
     """The JSON Schema of a rule set file."""
     from procgrade.rules.model import ruleset_json_schema
 
-    sys.stdout.buffer.write(orjson.dumps(ruleset_json_schema(), option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS) + b"\n")
+    _print_schema(ruleset_json_schema())
 
 
 @schema_app.command("rubric")
@@ -526,7 +531,7 @@ def schema_events() -> None:
     """The JSON Schema of one native event line."""
     from procgrade.engine.events import events_json_schema
 
-    sys.stdout.buffer.write(orjson.dumps(events_json_schema(), option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS) + b"\n")
+    _print_schema(events_json_schema())
 
 
 @schema_app.command("plan")
@@ -534,7 +539,7 @@ def schema_plan() -> None:
     """The JSON Schema of a browser test plan (tasks/<id>/plans/<id>.yaml)."""
     from procgrade.oracles.browser_plans import plan_json_schema
 
-    sys.stdout.buffer.write(orjson.dumps(plan_json_schema(), option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS) + b"\n")
+    _print_schema(plan_json_schema())
 
 
 @schema_app.command("product")
@@ -542,7 +547,7 @@ def schema_product() -> None:
     """The JSON Schema of a task's product.yaml (how the product under test starts)."""
     from procgrade.oracles.browser_plans import product_json_schema
 
-    sys.stdout.buffer.write(orjson.dumps(product_json_schema(), option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS) + b"\n")
+    _print_schema(product_json_schema())
 
 
 # --- human and judge grades (engine/grades/) ---------------------------------------------------
@@ -582,7 +587,7 @@ def schema_grades() -> None:
     """The JSON Schema of an arena grade sheet (JSON spelling)."""
     from procgrade.engine.grades import grade_sheet_json_schema
 
-    sys.stdout.buffer.write(orjson.dumps(grade_sheet_json_schema(), option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS) + b"\n")
+    _print_schema(grade_sheet_json_schema())
 
 
 # --- hidden-test acceptance (oracles/) --------------------------------------------------------
