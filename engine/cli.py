@@ -484,6 +484,9 @@ def report(
     db: DbOption = DEFAULT_DB,
 ) -> None:
     """Write a static HTML report: comparison, calibration, charts and every run's timeline with its findings."""
+    from procgrade.engine.output_files import check_output
+
+    check_output(html, "the report")  # before any work: a page that cannot be written costs nothing
     from procgrade.engine import api
     from procgrade.engine.cli_errors import on_interrupt
     from procgrade.rules.loading import load_ruleset
