@@ -180,14 +180,15 @@ class _MemoisedCorrelations:
         self._seen: dict[tuple[bytes, bytes], np.ndarray] = {}
 
     def __call__(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
-        key = (_rank_pattern(x), _rank_pattern(y))
-        found = self._seen.get(key)
+        (key_x, ranks_x), (key_y, ranks_y) = _ranked(x), _ranked(y)
+        found = self._seen.get((key_x, key_y))
         if found is None:
-            found = self._seen[key] = _tau_b_and_rho(x, y)
+            found = self._seen[(key_x, key_y)] = _tau_b_and_rho(x, y, ranks=(ranks_x, ranks_y))
         return found.copy()
 
 
-def _tau_b_and_rho(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+def _tau_b_and_rho(x: np.ndarray, y: np.ndarray, *,
+                   ranks: tuple[np.ndarray, np.ndarray] | None = None) -> np.ndarray:
     """:func:`_both` (``[tau_b, rho]``, nan where undefined) to the bit, without scipy's per-call wrappers
     (argument checks, nan policy, p-values: a millisecond a call, in a loop of thousands of resamples).
 
@@ -208,21 +209,18 @@ def _tau_b_and_rho(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     con_minus_dis = int((sx * sy).sum()) // 2
     tau = con_minus_dis / np.sqrt(pairs - x_ties) / np.sqrt(pairs - y_ties)
     tau = float(np.minimum(1., max(-1., tau)))
-    ranked = np.vstack((_average_ranks(x), _average_ranks(y))).T
+    ranks_x, ranks_y = ranks if ranks is not None else (_ranked(x)[1], _ranked(y)[1])
+    ranked = np.vstack((ranks_x, ranks_y)).T
     rho = float(np.corrcoef(ranked, rowvar=False)[1, 0])
     return np.array([tau, rho])
 
 
-def _average_ranks(values: np.ndarray) -> np.ndarray:
-    """``scipy.stats.rankdata(values)`` (ties get the mean of their ranks; the values are exact halves)."""
+def _ranked(values: np.ndarray) -> tuple[bytes, np.ndarray]:
+    """(the dense ranks of ``values`` in index order, as a key; ``scipy.stats.rankdata(values)``, the average
+    ranks: ties get the mean of their ranks, exact halves)."""
     _, inverse, counts = np.unique(values, return_inverse=True, return_counts=True)
     upper = np.cumsum(counts)
-    return (upper - (counts - 1) / 2.0)[inverse].astype(np.float64)
-
-
-def _rank_pattern(values: np.ndarray) -> bytes:
-    """The dense ranks of ``values`` in index order (equal values share a rank), as a key."""
-    return np.unique(values, return_inverse=True)[1].astype(np.int64).tobytes()
+    return inverse.astype(np.int64).tobytes(), (upper - (counts - 1) / 2.0)[inverse].astype(np.float64)
 
 
 def _check(confidence: float, n_resamples: int, interval: str) -> None:
