@@ -8,7 +8,6 @@ from typing import Annotated, Optional
 
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from procgrade.engine.settings import DEFAULT_DB
 
@@ -31,6 +30,8 @@ AddressOption = Annotated[Optional[str], typer.Option(
 @contextmanager
 def events_progress(label: str) -> Iterator[tuple[Callable[[int, int], None], Callable[[int], None]]]:
     """A progress bar over events, fed by the driver as tasks finish on any worker."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn("events"),
                   TimeElapsedColumn(), TimeRemainingColumn(), console=err, transient=True) as progress:
         task = progress.add_task(label, total=None)

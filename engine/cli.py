@@ -1,6 +1,8 @@
-"""The ``procgrade`` command line: a thin layer, each command one library call."""
+"""The ``procgrade`` command line: a thin layer, each command one library call.
 
-from __future__ import annotations
+No ``from __future__ import annotations`` here: Typer reads every command's annotations at each start,
+and string annotations cost an ``eval`` each (a tenth of a second over the whole command tree).
+"""
 
 import sys
 from collections.abc import Iterator
@@ -8,7 +10,6 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Optional
 
-import orjson
 import typer
 from rich.console import Console
 from rich.table import Table
@@ -65,7 +66,7 @@ def _main_options(
 
 
 @contextmanager
-def _store(db: str, *, create: bool = False) -> Iterator[EventStore]:
+def _store(db: str, *, create: bool = False) -> Iterator["EventStore"]:
     from procgrade.engine.store import opened_store
 
     with opened_store(db, create=create) as store:
@@ -132,8 +133,12 @@ def formats_command() -> None:
 @app.command()
 def runs(db: DbOption = DEFAULT_DB) -> None:
     """List the stored runs."""
-    with _store(db) as store:
-        infos = store.runs()
+    from procgrade.engine.cli_runs import quick_runs
+
+    infos = quick_runs(db)  # a SQLite store is read without loading SQLAlchemy (start-up, issue 16)
+    if infos is None:
+        with _store(db) as store:
+            infos = store.runs()
     table = Table(title=f"{len(infos)} runs")
     table.add_column("run", overflow="fold")  # run ids are the handles users copy: never cut them
     for header in ("format", "harness", "model", "task", "events", "unparsed", "redacted", "sealed"):
@@ -257,7 +262,7 @@ def keygen(
     out.print(Text(f"private key {private}, public key {public} (sha256 {fingerprint})"))
 
 
-def _check_receipts(store: EventStore, receipts: Path, public_key: Optional[Path], run_ids: Optional[list[str]]) -> int:
+def _check_receipts(store: "EventStore", receipts: Path, public_key: Optional[Path], run_ids: Optional[list[str]]) -> int:
     from procgrade.engine.receipts import verify_receipts
 
     if public_key is None:
@@ -274,6 +279,12 @@ RulesOption = Annotated[
     Optional[Path],
     typer.Option("--rules", help="Rule set file (default: the built-in rules/sets/default.yaml)."),
 ]
+MinCoverageOption = Annotated[Optional[str], typer.Option(
+    "--min-coverage", help="Leave out of process analyses the runs whose share of applicable rules "
+    "(rules_applicable / rules) is below this fraction (0.5, 1/2, 50%); they are listed apart.", show_default=False)]
+AliasesOption = Annotated[Optional[Path], typer.Option(
+    "--aliases", help="YAML or JSON mapping of raw or normalised model names to the group they belong to.",
+    show_default=False)]
 
 
 @app.command()
@@ -473,6 +484,9 @@ def report(
     db: DbOption = DEFAULT_DB,
 ) -> None:
     """Write a static HTML report: comparison, calibration, charts and every run's timeline with its findings."""
+    from procgrade.engine.output_files import check_output
+
+    check_output(html, "the report")  # before any work: a page that cannot be written costs nothing
     from procgrade.engine import api
     from procgrade.engine.cli_errors import on_interrupt
     from procgrade.rules.loading import load_ruleset
@@ -493,12 +507,18 @@ def report(
     out.print(Text(done.summary))
 
 
+def _print_schema(schema: dict) -> None:
+    import orjson
+
+    sys.stdout.buffer.write(orjson.dumps(schema, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS) + b"\n")
+
+
 @schema_app.command("rules")
 def schema_rules() -> None:
     """The JSON Schema of a rule set file."""
     from procgrade.rules.model import ruleset_json_schema
 
-    sys.stdout.buffer.write(orjson.dumps(ruleset_json_schema(), option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS) + b"\n")
+    _print_schema(ruleset_json_schema())
 
 
 @schema_app.command("rubric")
@@ -514,7 +534,7 @@ def schema_events() -> None:
     """The JSON Schema of one native event line."""
     from procgrade.engine.events import events_json_schema
 
-    sys.stdout.buffer.write(orjson.dumps(events_json_schema(), option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS) + b"\n")
+    _print_schema(events_json_schema())
 
 
 @schema_app.command("plan")
@@ -522,7 +542,7 @@ def schema_plan() -> None:
     """The JSON Schema of a browser test plan (tasks/<id>/plans/<id>.yaml)."""
     from procgrade.oracles.browser_plans import plan_json_schema
 
-    sys.stdout.buffer.write(orjson.dumps(plan_json_schema(), option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS) + b"\n")
+    _print_schema(plan_json_schema())
 
 
 @schema_app.command("product")
@@ -530,7 +550,7 @@ def schema_product() -> None:
     """The JSON Schema of a task's product.yaml (how the product under test starts)."""
     from procgrade.oracles.browser_plans import product_json_schema
 
-    sys.stdout.buffer.write(orjson.dumps(product_json_schema(), option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS) + b"\n")
+    _print_schema(product_json_schema())
 
 
 # --- human and judge grades (engine/grades/) ---------------------------------------------------
@@ -570,7 +590,7 @@ def schema_grades() -> None:
     """The JSON Schema of an arena grade sheet (JSON spelling)."""
     from procgrade.engine.grades import grade_sheet_json_schema
 
-    sys.stdout.buffer.write(orjson.dumps(grade_sheet_json_schema(), option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS) + b"\n")
+    _print_schema(grade_sheet_json_schema())
 
 
 # --- hidden-test acceptance (oracles/) --------------------------------------------------------
@@ -683,12 +703,6 @@ CompareByOption = Annotated[str, typer.Option("--by", help="Group runs by this p
                                             "harness_version, task_id, format, run_id, settings.<key>, labels.<key>.")]
 CompareAllowMixedOption = Annotated[bool, typer.Option("--allow-mixed", help="Pool runs whose settings differ within a "
                                                 "group (the output says which settings differ).")]
-MinCoverageOption = Annotated[Optional[str], typer.Option(
-    "--min-coverage", help="Leave out of process analyses the runs whose share of applicable rules "
-    "(rules_applicable / rules) is below this fraction (0.5, 1/2, 50%); they are listed apart.", show_default=False)]
-AliasesOption = Annotated[Optional[Path], typer.Option(
-    "--aliases", help="YAML or JSON mapping of raw or normalised model names to the group they belong to.",
-    show_default=False)]
 
 
 def _analysis_filters(min_coverage: str | None, aliases: Path | None):  # type: ignore[no-untyped-def]

@@ -176,9 +176,11 @@ def _say(line: str) -> None:
 
 def run(app: typer.Typer, args: Sequence[str] | None = None) -> int:
     """Run ``app`` as the ``procgrade`` command; return the exit code (never raise)."""
+    from procgrade.engine.cli_coercion import install as plain_text_options
     from procgrade.engine.cli_help import readable_help
 
     watch_interrupts()
+    plain_text_options()  # --db URL without importing pydantic (start-up)
     argv, debug = _split_debug(sys.argv[1:] if args is None else list(args))
     if not debug:
         # Libraries log what they then raise (SQLAlchemy: "Exception closing connection" with a traceback);

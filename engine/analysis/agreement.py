@@ -714,9 +714,6 @@ def variance_decomposition(scores: Sequence[float] | np.ndarray, generations: Se
     ``mixedlm("score ~ 1", groups=group, re_formula="1", vc_formula={"gen": "0 + C(gen)"})`` (nested random
     effects: group, generation within group, residual = re-grading); with one group or none,
     ``mixedlm("score ~ 1", groups=gen)``. Binary scores make this a linear approximation."""
-    import pandas as pd
-    import statsmodels.formula.api as smf
-
     values = np.asarray(scores, dtype=float)
     gens = _plain_list(generations, "generations")
     apps = [None] * len(gens) if groups is None else _plain_list(groups, "groups")
@@ -743,6 +740,9 @@ def variance_decomposition(scores: Sequence[float] | np.ndarray, generations: Se
         return empty("no generation was graded more than once: re-grading variance is not identified")
     if n_gens < 2:
         return empty("one generation only: generation variance is not identified")
+    # imported only for a model to fit: statsmodels' formulas load pandas, seconds at a report's start
+    import pandas as pd
+    import statsmodels.formula.api as smf
 
     frame = pd.DataFrame({
         "score": values,

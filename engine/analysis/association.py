@@ -27,10 +27,12 @@ runs with no verdict, or whose check graded nothing, are left out and counted.
   suppressed with that reason.
   Pooled over groups, the table above is *crude* (groups with different resolution rates can confound it),
   so the Mantel-Haenszel odds ratio stratified by group is given next to it with its interval
-  (``statsmodels.stats.contingency_tables.StratifiedTable``), over the groups whose table has a contrast.
+  (``statsmodels.stats.contingency_tables.StratifiedTable``'s, computed to the bit by
+  :mod:`procgrade.engine.analysis.exact_replicas` without importing statsmodels), over the groups whose
+  table has a contrast.
 * **Discrimination** (pooled and per group): the mean process score of resolved and unresolved runs (exact),
-  and the AUC of the process score as a predictor of resolution (``sklearn.metrics.roc_auc_score``: the
-  chance that a random resolved run outscores a random unresolved one, ties counting half) with a seeded
+  and the AUC of the process score as a predictor of resolution (``sklearn.metrics.roc_auc_score``, computed
+  to the bit by :func:`roc_auc` without its per-call validation: the chance that a random resolved run outscores a random unresolved one, ties counting half) with a seeded
   percentile bootstrap interval over runs (resamples holding one outcome only are skipped and counted).
   An AUC below 0.5 means the process score ranks failing runs above resolving ones.
 
@@ -255,13 +257,11 @@ def _mantel_haenszel(tables: Sequence[tuple[int, int, int, int]], confidence: fl
     usable = [t for t in tables if (t[0] + t[1]) and (t[2] + t[3]) and (t[0] + t[2]) and (t[1] + t[3])]
     if not usable:
         return None, None, None, 0, "no group has a contrast"
-    from statsmodels.stats.contingency_tables import StratifiedTable
+    from procgrade.engine.analysis.exact_replicas import mantel_haenszel_odds_ratio
 
     with warnings.catch_warnings(), np.errstate(divide="ignore", invalid="ignore"):
         warnings.simplefilter("ignore")
-        st = StratifiedTable([np.array([[a, b], [c, d]], dtype=float) for a, b, c, d in usable])
-        estimate = float(st.oddsratio_pooled)
-        low, high = st.oddsratio_pooled_confint(alpha=1 - confidence)
+        estimate, low, high = mantel_haenszel_odds_ratio(usable, alpha=1 - confidence)
     if not math.isfinite(estimate) or estimate == 0:
         return None, None, None, len(usable), "a zero cell in every group: no Mantel-Haenszel estimate"
     return estimate, _finite_or_inf(low), _finite_or_inf(high), len(usable), None
@@ -272,11 +272,9 @@ def _auc(scores: Sequence[Fraction], outcomes: Sequence[bool], *, seed: int, n_r
     positives = sum(outcomes)
     if positives == 0 or positives == len(outcomes):
         return None, None, None, "one outcome only: no AUC"
-    from sklearn.metrics import roc_auc_score
-
     x = np.array([float(s) for s in scores])
     y = np.array(outcomes, dtype=int)
-    auc = float(roc_auc_score(y, x))
+    auc = roc_auc(y, x)
     if len(outcomes) < 3 or n_resamples < 1:
         return auc, None, None, f"no interval from {len(outcomes)} runs"
     rng = np.random.default_rng(seed)
@@ -288,13 +286,35 @@ def _auc(scores: Sequence[Fraction], outcomes: Sequence[bool], *, seed: int, n_r
         if ys.min() == ys.max():
             skipped += 1
             continue
-        values.append(roc_auc_score(ys, x[index]))
+        values.append(roc_auc(ys, x[index]))
     if not values:
         return auc, None, None, "every resample held one outcome only: no interval"
     tail = (1 - confidence) / 2
     low, high = np.quantile(values, [tail, 1 - tail])
     note = (f"{skipped} of {n_resamples} resamples held one outcome only and were skipped" if skipped else None)
     return auc, float(low), float(high), note
+
+
+def roc_auc(y: np.ndarray, x: np.ndarray) -> float:
+    """``sklearn.metrics.roc_auc_score(y, x)`` for 0/1 labels ``y`` holding both classes, to the bit,
+    without its input validation (which costs twenty times the computation; a bootstrap calls this
+    thousands of times). The same steps as scikit-learn's ``roc_curve`` (thresholds at the distinct
+    scores, collinear points dropped, (0, 0) prepended) and the same trapezoid sum over the same
+    arrays; tests/test_analysis_replicas.py checks it against scikit-learn."""
+    from scipy.integrate import trapezoid
+
+    order = np.argsort(x, kind="mergesort")[::-1]
+    scores = x[order]
+    labels = y[order].astype(np.float64)
+    last = np.concatenate((np.nonzero(np.diff(scores))[0], [labels.size - 1]))
+    tps = np.cumsum(labels, dtype=np.float64)[last]
+    fps = 1 + last.astype(np.float64) - tps
+    if fps.shape[0] > 2:
+        keep = np.nonzero(np.concatenate(([True], np.logical_or(np.diff(fps, 2), np.diff(tps, 2)), [True])))[0]
+        fps, tps = fps[keep], tps[keep]
+    tps = np.concatenate(([0.0], tps))
+    fps = np.concatenate(([0.0], fps))
+    return float(trapezoid(tps / tps[-1], fps / fps[-1]))
 
 
 def _mean(values: Sequence[Fraction]) -> Fraction | None:

@@ -522,8 +522,10 @@ def _one_blas_thread() -> Any:
         return nullcontext()
     import importlib
 
-    # load every library's BLAS before limiting its threads (a library loaded later is not limited)
-    for module in ("scipy.optimize", "scipy.stats", "sklearn.metrics"):
+    # load the BLAS the refits use (numpy's and scipy's) before limiting its threads (a library loaded later
+    # is not limited); scikit-learn is not loaded for this: it costs seconds (it loads pandas), computes on
+    # the same BLAS, and a calibration whose layers have nothing to compare never calls it
+    for module in ("scipy.optimize", "scipy.stats"):
         importlib.import_module(module)
 
     return threadpool_limits(limits=1)

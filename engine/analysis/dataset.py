@@ -167,7 +167,7 @@ def load_runs(store: EventStore, ruleset: RuleSet | None = None, run_ids: Sequen
     """Every run (or ``run_ids``), sorted by run id, with its process score under ``ruleset``
     (None: no process scores) and its verdicts, test results and grades in seq order."""
     infos = store.runs()
-    starts = {info.run_id: _first_event(store, info.run_id) for info in infos}
+    starts = _first_events(store, [info.run_id for info in infos])
     streams: dict[str, str] = {}  # run -> its grades stream
     for info in infos:
         start = starts[info.run_id]
@@ -260,15 +260,18 @@ def load_runs(store: EventStore, ruleset: RuleSet | None = None, run_ids: Sequen
     return views
 
 
-def _first_event(store: EventStore, run_id: str) -> Event | None:
-    """The run's seq 0, with the cursor reading it closed (a PostgreSQL server cursor left open warns)."""
-    events = store.events(run_id)
-    try:
-        return next(events, None)
-    finally:
-        close = getattr(events, "close", None)
-        if close is not None:
-            close()
+def _first_events(store: EventStore, run_ids: Sequence[str]) -> dict[str, Event | None]:
+    """Each run's seq 0 (None for a run without events), read in one query for all of them rather than
+    one per run."""
+    query = (select(*(events_table.c[name] for name in STORED_COLUMNS))
+             .where(events_table.c.seq == 0)
+             .order_by(events_table.c.run_id))
+    found: dict[str, Event | None] = {run_id: None for run_id in run_ids}
+    with store.engine.connect() as conn:
+        for row in conn.execute(query):
+            if row[0] in found:
+                found[row[0]] = to_event(tuple(row))
+    return found
 
 
 def _subject(run_id: str, streams: dict[str, str]) -> str:

@@ -440,8 +440,10 @@ def t_interval(groups: Mapping[str, Sequence[Number]], confidence: float = 0.95)
 
 def clopper_pearson(count: int, nobs: int, confidence: float = 0.95, estimate: Fraction | None = None) -> Interval:
     """The exact binomial (Clopper-Pearson) range of ``count`` successes in ``nobs``, via
-    ``statsmodels.stats.proportion.proportion_confint(method="beta")``. ``estimate`` defaults to count/nobs."""
-    from statsmodels.stats.proportion import proportion_confint
+    ``statsmodels.stats.proportion.proportion_confint(method="beta")`` (the same scipy calls, made by
+    :mod:`procgrade.engine.analysis.exact_replicas` without importing statsmodels). ``estimate`` defaults
+    to count/nobs."""
+    from procgrade.engine.analysis.exact_replicas import clopper_pearson_bounds
 
     _check_confidence(confidence)
     for name, value in (("count", count), ("nobs", nobs)):
@@ -449,7 +451,7 @@ def clopper_pearson(count: int, nobs: int, confidence: float = 0.95, estimate: F
             raise ValueError(f"{name} must be a non-negative integer, got {value!r}")
     if nobs == 0 or count > nobs:
         raise ValueError(f"no binomial range for {count} of {nobs}")
-    low, high = proportion_confint(count, nobs, alpha=1 - confidence, method="beta")
+    low, high = clopper_pearson_bounds(count, nobs, alpha=1 - confidence)
     return Interval(
         method="clopper-pearson",
         estimate=Fraction(count, nobs) if estimate is None else estimate,

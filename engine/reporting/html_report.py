@@ -30,7 +30,8 @@ from procgrade.engine.reporting.charts import RunPoint, jitter, run_scatter
 from procgrade.engine.reporting.headline import headline_section
 from procgrade.engine.reporting.markup import NOT_AVAILABLE, esc, fmt_num, run_label
 from procgrade.engine.reporting.rules_section import rules_section, suppressed_notes
-from procgrade.engine.reporting.run_pages import run_anchor, run_page, run_sections
+from procgrade.engine.reporting.run_pages import (first_events, run_anchor, run_infos, run_page, run_sections,
+                                                   stored_stream_of)
 from procgrade.engine.store import EventStore
 from procgrade.engine.version import __version__ as ENGINE_VERSION
 from procgrade.rules.identity import ruleset_hash
@@ -336,7 +337,7 @@ def render_report(store: EventStore, *, ruleset: RuleSet | None = None, by: str 
         extra_suppressed=(suppressed_notes(association) if association is not None else [])
         + _calibration_suppressed(calibration_data))
     if run_pages:
-        pages = [run_page(store, view.run_id, ruleset) for view in views]
+        pages = _run_pages(store, [view.run_id for view in views], ruleset)
         run_detail = run_sections(pages, {v.run_id: v.outcome for v in views},
                                   {v.run_id: (by, group_key(v, by, identity) or "-") for v in views})
     else:
@@ -371,6 +372,25 @@ def render_report(store: EventStore, *, ruleset: RuleSet | None = None, by: str 
                f"{len(groups)} groups by {by}, {violations} rule violations; "
                f"{comparison_summary}; {rules_summary}; {calibration_summary}")
     return Report(_page(title, body), summary)
+
+
+def _run_pages(store: EventStore, run_ids: Sequence[str], ruleset: RuleSet) -> list[Any]:
+    """Every run's page, the store read in a few set-based queries (run infos once, first events in
+    batches) and the rule set hashed once, not once per run."""
+    digest = ruleset_hash(ruleset)
+    infos = run_infos(store)
+    pages = []
+    for start in range(0, len(run_ids), _PAGES_BATCH):
+        batch = run_ids[start:start + _PAGES_BATCH]
+        streams = [stream for stream in (stored_stream_of(run_id, infos) for run_id in batch) if stream is not None]
+        timelines = first_events(store, streams)
+        pages += [run_page(store, run_id, ruleset, digest=digest, infos=infos, timelines=timelines)
+                  for run_id in batch]
+    return pages
+
+
+#: Runs whose pages are made from one read of their first events (bounds what is held at once).
+_PAGES_BATCH = 200
 
 
 def _calibration_suppressed(data: dict[str, Any] | None) -> list[str]:

@@ -18,9 +18,12 @@ from typing import Any
 from procgrade.engine.analysis.dataset import NOT_GRADED
 from procgrade.engine.reporting.markup import anchor, esc, fmt_num
 from procgrade.engine.rescoring import run_findings
+from procgrade.engine.scoring import ScoreDocument, score_document
 from procgrade.engine.store import EventStore
+from procgrade.engine.store.scores import ScoreStore
 from procgrade.engine.timeline import describe
 from procgrade.rules.model import RuleSet
+from procgrade.rules.monitor import Finding, RunMonitor
 
 __all__ = [
     "RuleSummary",
@@ -28,7 +31,9 @@ __all__ = [
     "TimelineEvent",
     "Violation",
     "event_anchor",
+    "first_events",
     "run_anchor",
+    "run_infos",
     "run_page",
     "run_section",
     "run_sections",
@@ -114,10 +119,72 @@ def _stored_stream(store: EventStore, run_id: str) -> tuple[str, Any]:
         return stream, store.run(stream)  # neither: the "no run" error names the grades stream
 
 
-def run_page(store: EventStore, run_id: str, ruleset: RuleSet) -> RunPage:
-    """A run's timeline and its findings under ``ruleset`` (computed from the log, as ``explain`` does)."""
-    stored, info = _stored_stream(store, run_id)
-    findings, document = run_findings(store, ruleset, stored)
+def _findings(store: EventStore, ruleset: RuleSet, run_id: str, info: Any,
+              digest: str | None) -> tuple[dict[str, list[Finding]], ScoreDocument]:
+    """:func:`procgrade.engine.rescoring.run_findings` for a run whose info is read already, with the rule
+    set's hash computed once per report rather than once per run (it canonicalises every rule)."""
+    if digest is None:
+        return run_findings(store, ruleset, run_id)
+    monitor = RunMonitor(ruleset)
+    for rows in ScoreStore(store).fact_batches(run_id):
+        monitor.feed(rows)
+    findings = monitor.finish()
+    document = score_document(ruleset, findings, run_id=run_id, head_hash=info.head_hash or "",
+                              event_count=info.event_count, ruleset_digest=digest, model_events=monitor.model_events)
+    return findings, document
+
+
+def run_infos(store: EventStore) -> dict[str, Any]:
+    """Every stored stream's info by id, in one query (for :func:`run_page`'s ``infos``)."""
+    return {info.run_id: info for info in store.runs()}
+
+
+def first_events(store: EventStore, run_ids: Sequence[str]) -> dict[str, list[Any]]:
+    """The first :data:`TIMELINE_CAP` events of each of ``run_ids`` (stored stream ids), in seq order, read
+    in one query per :data:`_BATCH` runs rather than one per run (for :func:`run_page`'s ``timelines``)."""
+    from sqlalchemy import select
+
+    from procgrade.engine.store.schema import events as events_table
+    from procgrade.engine.stored import STORED_COLUMNS, to_event
+
+    found: dict[str, list[Any]] = {run_id: [] for run_id in run_ids}
+    ordered = sorted(found)
+    with store.engine.connect() as conn:
+        for start in range(0, len(ordered), _BATCH):
+            query = (select(*(events_table.c[name] for name in STORED_COLUMNS))
+                     .where(events_table.c.run_id.in_(ordered[start:start + _BATCH])
+                            & (events_table.c.seq < TIMELINE_CAP))
+                     .order_by(events_table.c.run_id, events_table.c.seq))
+            for row in conn.execute(query):
+                found[row[0]].append(to_event(tuple(row)))
+    return found
+
+
+#: Runs whose first events :func:`first_events` reads in one query.
+_BATCH = 200
+
+
+def stored_stream_of(run_id: str, infos: dict[str, Any]) -> str | None:
+    """The stream holding ``run_id`` among ``infos`` (as :func:`_stored_stream` finds it), or None."""
+    from procgrade.engine.grades.record import grades_stream
+
+    if run_id in infos:
+        return run_id
+    stream = grades_stream(run_id)
+    return stream if stream in infos else None
+
+
+def run_page(store: EventStore, run_id: str, ruleset: RuleSet, *, digest: str | None = None,
+             infos: dict[str, Any] | None = None, timelines: dict[str, list[Any]] | None = None) -> RunPage:
+    """A run's timeline and its findings under ``ruleset`` (computed from the log, as ``explain`` does).
+    A caller making many pages passes what it read for all of them at once: ``digest``, the rule set's
+    hash; ``infos``, :func:`run_infos`; ``timelines``, :func:`first_events` of the stored streams."""
+    stored = stored_stream_of(run_id, infos) if infos is not None else None
+    if stored is None:
+        stored, info = _stored_stream(store, run_id)
+    else:
+        info = infos[stored]  # type: ignore[index]
+    findings, document = _findings(store, ruleset, stored, info, digest)
     titles = {rule.id: rule.title for rule in ruleset.rules}
     violated = [f for rule in ruleset.rules for f in findings[rule.id] if f.verdict == "violated"]
     violations = tuple(Violation(f.rule, titles[f.rule], f.seq, f.stage, tuple(f.cited))
@@ -131,7 +198,10 @@ def run_page(store: EventStore, run_id: str, ruleset: RuleSet) -> RunPage:
             if violation.rule not in rules:
                 rules.append(violation.rule)
     # The first events, then the cited ones beyond them: never the whole of a huge run.
-    shown = list(store.events_between(stored, 0, TIMELINE_CAP - 1))
+    if timelines is not None and stored in timelines:
+        shown = list(timelines[stored])
+    else:
+        shown = list(store.events_between(stored, 0, TIMELINE_CAP - 1))
     shown += [event for seq in sorted(s for s in citing if s >= TIMELINE_CAP)
               for event in store.events_between(stored, seq, seq)]
     events = tuple(

@@ -1,18 +1,24 @@
-"""The append-only event store (SQLite embedded default, PostgreSQL)."""
+"""The append-only event store (SQLite embedded default, PostgreSQL).
+
+Nothing heavy is imported until it is used: the store classes (SQLAlchemy, the event model) load on
+first access to :class:`EventStore`/:class:`RunInfo`/:class:`AppendResult` (PEP 562) or on opening a
+store, Alembic on a schema check, so a command that only reads ``store.location`` pays for neither.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-
-from sqlalchemy import Engine
-
-from sqlalchemy.engine import make_url
+from typing import TYPE_CHECKING, Any
 
 from procgrade.engine.errors import DatabaseUnavailableError, StoreError
-from procgrade.engine.store.base import AppendResult, EventStore, RunInfo
+from procgrade.engine.settings import DEFAULT_DB
 from procgrade.engine.store.location import connection_problem, resolve_url
-from procgrade.engine.store.migrate import check_ready, current_revision, head_revision, upgrade
+
+if TYPE_CHECKING:
+    from sqlalchemy import Engine
+
+    from procgrade.engine.store.base import AppendResult, EventStore, RunInfo
 
 __all__ = [
     "AppendResult",
@@ -25,7 +31,17 @@ __all__ = [
     "opened_store",
 ]
 
-from procgrade.engine.settings import DEFAULT_DB  # noqa: E402  (re-exported)
+_FROM_BASE = ("AppendResult", "EventStore", "RunInfo")
+
+
+def __getattr__(name: str) -> Any:
+    if name in _FROM_BASE:
+        from procgrade.engine.store import base
+
+        value = getattr(base, name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def normalize_url(url: str, *, create: bool = True) -> str:
@@ -35,6 +51,8 @@ def normalize_url(url: str, *, create: bool = True) -> str:
 
 
 def _store_class(url: str) -> tuple[type[EventStore], Callable[[str], Engine]]:
+    from sqlalchemy.engine import make_url
+
     dialect = make_url(url).get_backend_name()
     if dialect == "sqlite":
         from procgrade.engine.store.sqlite import SQLiteEventStore, sqlite_engine
@@ -49,6 +67,10 @@ def _store_class(url: str) -> tuple[type[EventStore], Callable[[str], Engine]]:
 
 def init_database(url: str) -> tuple[str, str]:
     """Create or migrate the schema at ``url``; return (revision, the URL without password)."""
+    from sqlalchemy.engine import make_url
+
+    from procgrade.engine.store.migrate import current_revision, upgrade
+
     url = normalize_url(url, create=True)
     _, make_engine = _store_class(url)
     engine = make_engine(url)
@@ -67,6 +89,8 @@ def open_store(url: str, *, create: bool = False) -> EventStore:
     older procgrade schema is never migrated implicitly: ``procgrade init`` does that). Without it a
     SQLite file that does not exist is an error, never created.
     """
+    from procgrade.engine.store.migrate import check_ready, current_revision, upgrade
+
     url = normalize_url(url, create=create)
     store_class, make_engine = _store_class(url)
     store = store_class(make_engine(url))

@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import importlib.util
 from pathlib import Path
-
-from sqlalchemy.engine import URL, make_url
-from sqlalchemy.exc import ArgumentError
+from typing import TYPE_CHECKING
 
 from procgrade.engine.errors import DatabaseUnavailableError, MissingExtraError, SchemaNotReadyError
 
-__all__ = ["resolve_url", "connection_problem", "shown", "sqlite_path"]
+if TYPE_CHECKING:
+    from sqlalchemy.engine import URL
+
+__all__ = ["resolve_url", "connection_problem", "shown", "sqlite_path", "check_sqlite_file"]
 
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 _SUPPORTED = "use sqlite:///FILE, a SQLite file path, or postgresql://USER@HOST:PORT/DATABASE"
@@ -25,6 +26,9 @@ _SUPPORTED = "use sqlite:///FILE, a SQLite file path, or postgresql://USER@HOST:
 
 def shown(url: str | URL) -> str:
     """The URL as it may be printed (no password)."""
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+
     try:
         parsed = make_url(url) if isinstance(url, str) else url
         return parsed.render_as_string(hide_password=True)
@@ -46,6 +50,9 @@ def resolve_url(url: str, *, create: bool = False) -> str:
     unsupported database, a SQLite path that is a folder, lies in a missing folder, is not a SQLite
     file, or does not exist when ``create`` is false (read-only use never creates a file), and
     :class:`MissingExtraError` when PostgreSQL's driver is not installed."""
+    from sqlalchemy.engine import URL, make_url
+    from sqlalchemy.exc import ArgumentError
+
     text = url.strip()
     if not text:
         raise DatabaseUnavailableError(f"the database URL is empty: {_SUPPORTED}")
@@ -78,8 +85,13 @@ def resolve_url(url: str, *, create: bool = False) -> str:
 
 def _check_sqlite(url: URL, create: bool) -> None:
     path = sqlite_path(url)
-    if path is None:
-        return
+    if path is not None:
+        check_sqlite_file(path, create=create)
+
+
+def check_sqlite_file(path: Path, *, create: bool = False) -> None:
+    """The checks of a SQLite store's file before anything connects (see :func:`resolve_url`); SQLAlchemy-free,
+    so that a read-only command can run them without loading it."""
     where = str(path)
     if path.is_dir():
         raise DatabaseUnavailableError(f"the database {where} is a folder, not a SQLite file: "
@@ -109,6 +121,8 @@ def _check_sqlite(url: URL, create: bool) -> None:
 
 def connection_problem(url: str, exc: BaseException) -> DatabaseUnavailableError:
     """One line for a driver's failure to open ``url``: what is wrong and what to do."""
+    from sqlalchemy.engine import make_url
+
     parsed = make_url(url)
     detail = _driver_message(exc)
     lowered = detail.lower()

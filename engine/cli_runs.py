@@ -1,0 +1,113 @@
+"""``procgrade runs`` on a SQLite store without loading SQLAlchemy, Alembic or the event model.
+
+Listing the runs is one ``SELECT`` on one table, but opening a store the general way
+(:func:`procgrade.engine.store.open_store`) imports SQLAlchemy's engine, Alembic's migration
+machinery and the pydantic event model first: seconds before a query of milliseconds. For a
+SQLite file at the schema this procgrade writes, :func:`quick_runs` reads the ``runs`` table
+with the standard library's ``sqlite3``, read-only. Anything else (PostgreSQL, an in-memory or
+URI-style SQLite URL, a file without procgrade's schema or at another revision, any driver error)
+returns None and the command opens the store the general way, so every error it reports is the
+one the general path reports. A missing or unreadable file is checked by the same function the
+general path uses (:func:`procgrade.engine.store.location.check_sqlite_file`), so that error is
+fast and worded the same.
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+from pathlib import Path
+from typing import NamedTuple
+from urllib.parse import quote
+
+__all__ = ["RunRow", "quick_runs", "schema_head", "sqlite_file"]
+
+#: The ``runs`` table's columns, in :class:`procgrade.engine.store.base.RunInfo`'s field order.
+_COLUMNS = ("run_id", "harness", "harness_version", "model", "task_id", "event_count", "head_hash",
+            "sealed_event_count", "sealed_head_hash", "source_format", "redactions", "unparsed")
+_ASSIGNMENT = re.compile(r"^(revision|down_revision)\s*(?::[^=]*)?=\s*(?:(['\"])([^'\"]+)\2|None)\s*$", re.M)
+
+
+class RunRow(NamedTuple):
+    """A stored run as the ``runs`` table holds it: :class:`~procgrade.engine.store.base.RunInfo`'s fields."""
+
+    run_id: str
+    harness: str | None
+    harness_version: str | None
+    model: str | None
+    task_id: str | None
+    event_count: int
+    head_hash: str | None
+    sealed_event_count: int | None
+    sealed_head_hash: str | None
+    source_format: str | None = None
+    redactions: int | None = None
+    unparsed: int | None = None
+
+    @property
+    def sealed(self) -> bool:
+        return self.sealed_head_hash is not None
+
+
+def sqlite_file(db: str) -> Path | None:
+    """The file of a plain SQLite store URL (``sqlite:///FILE`` or a bare path), else None (any other
+    shape is left to SQLAlchemy's URL parser: drivers, query strings, escapes, memory databases)."""
+    text = db.strip()
+    if not text or any(c in text for c in "?#%"):
+        return None
+    if "://" not in text:
+        return Path(text)
+    if not text.startswith("sqlite:///"):
+        return None
+    database = text.removeprefix("sqlite:///")
+    if not database or database == ":memory:":
+        return None
+    return Path(database)
+
+
+def schema_head() -> str | None:
+    """The head revision of procgrade's migrations, read from the revision files' assignments (what
+    Alembic's script directory computes, without importing it), or None when they are not a plain
+    linear history (then the caller asks Alembic)."""
+    from procgrade import migrations
+
+    revisions: dict[str, str | None] = {}
+    for path in sorted((Path(migrations.__file__).parent / "versions").glob("*.py")):
+        if path.name == "__init__.py":
+            continue
+        found = {m.group(1): m.group(3) for m in _ASSIGNMENT.finditer(path.read_text(encoding="utf-8"))}
+        if "revision" not in found or "down_revision" not in found or found["revision"] is None:
+            return None
+        revisions[found["revision"]] = found["down_revision"]
+    heads = set(revisions) - set(revisions.values())
+    return next(iter(heads)) if len(heads) == 1 else None
+
+
+def quick_runs(db: str) -> list[RunRow] | None:
+    """Every run of the SQLite store ``db``, sorted by run id in code-point order (as
+    :meth:`procgrade.engine.store.base.EventStore.runs`), or None when the general path must answer.
+    Raises what the general path raises for a missing, foldered or non-SQLite file."""
+    path = sqlite_file(db)
+    if path is None:
+        return None
+    from procgrade.engine.store.location import check_sqlite_file
+
+    check_sqlite_file(path, create=False)
+    try:
+        connection = sqlite3.connect(f"file:{quote(str(path.resolve()))}?mode=ro", uri=True)
+    except sqlite3.Error:
+        return None
+    try:
+        found = connection.execute("SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'alembic_version'")
+        if found.fetchone() is None:
+            return None
+        versions = [row[0] for row in connection.execute("SELECT version_num FROM alembic_version")]
+        head = schema_head()
+        if head is None or versions != [head]:
+            return None
+        rows = connection.execute(f"SELECT {', '.join(_COLUMNS)} FROM runs").fetchall()
+    except sqlite3.Error:
+        return None
+    finally:
+        connection.close()
+    return sorted((RunRow(*row) for row in rows), key=lambda info: info.run_id)

@@ -1,0 +1,142 @@
+"""Start-up: ``procgrade --help`` and ``procgrade runs`` load only what they use (issue 16).
+
+Timing is measured in bench/suite.py; these tests pin the cause instead: each command runs in a
+fresh interpreter and reports which modules it imported. A top-level import of a heavy library
+in the command line's modules (or in a package ``__init__`` they pass through) fails here.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from procgrade.engine.cli_runs import RunRow, quick_runs, schema_head, sqlite_file
+
+#: Imported by no command that only prints help or lists runs.
+HEAVY = ("sqlalchemy", "alembic", "pydantic", "numpy", "scipy", "pandas", "statsmodels", "sklearn", "pyarrow",
+         "playwright", "docker", "openai", "ray", "starlette", "uvicorn", "jsonschema", "markdown_it",
+         "procgrade.engine.events", "procgrade.engine.store.base", "procgrade.engine.importers",
+         "procgrade.engine.analysis", "procgrade.engine.reporting")
+
+_PROBE = """
+import json, sys
+sys.argv = ["procgrade", *sys.argv[1:]]
+from procgrade.engine.console import main
+try:
+    main()
+except SystemExit as exc:
+    code = exc.code
+else:
+    code = 0
+sys.stdout.flush()
+print("\\n@@" + json.dumps({"code": code, "modules": sorted(sys.modules)}))
+"""
+
+
+def _loaded(*args: str) -> tuple[int, set[str], str]:
+    done = subprocess.run([sys.executable, "-c", _PROBE, *args], capture_output=True, text=True, timeout=120)
+    output, _, report = done.stdout.rpartition("\n@@")
+    found = json.loads(report)
+    return found["code"], set(found["modules"]), output + done.stderr
+
+
+def _heavy(modules: set[str]) -> list[str]:
+    return sorted(name for name in modules if any(name == h or name.startswith(h + ".") for h in HEAVY))
+
+
+def test_help_imports_nothing_heavy() -> None:
+    code, modules, output = _loaded("--help")
+    assert code == 0 and "runs" in output
+    # rich_utils (Typer's help) needs rich.markdown, and so markdown_it: the one exception, help only
+    assert [m for m in _heavy(modules) if not m.startswith("markdown_it")] == []
+
+
+def test_runs_on_sqlite_imports_nothing_heavy(tmp_path: Path) -> None:
+    from procgrade.engine.store import init_database
+
+    db = f"sqlite:///{tmp_path / 'store.db'}"
+    init_database(db)
+    code, modules, output = _loaded("runs", "--db", db)
+    assert code == 0 and "0 runs" in output
+    assert _heavy(modules) == []
+
+
+def test_runs_on_a_missing_file_fails_fast_with_the_stores_message(tmp_path: Path) -> None:
+    missing = tmp_path / "missing.db"
+    code, modules, output = _loaded("runs", "--db", f"sqlite:///{missing}")
+    assert code == 1
+    assert f"no database at {missing}: check --db (or $PROCGRADE_DB), or create one with `procgrade init" in output
+    assert _heavy(modules) == []
+    assert not missing.exists()
+
+
+def test_the_schema_head_read_from_the_files_is_alembics() -> None:
+    from procgrade.engine.store.migrate import head_revision
+
+    assert schema_head() == head_revision()
+
+
+@pytest.mark.parametrize(("db", "expected"), [
+    ("sqlite:///x.db", Path("x.db")), ("sqlite:////tmp/x.db", Path("/tmp/x.db")), ("x.db", Path("x.db")),
+    (" sqlite:///x.db ", Path("x.db")), ("sqlite://", None), ("sqlite:///:memory:", None),
+    ("sqlite:///x.db?mode=ro", None), ("sqlite+pysqlite:///x.db", None), ("postgresql://u@h/db", None),
+    ("sqlite:///x%20y.db", None), ("", None),
+])
+def test_only_plain_sqlite_urls_take_the_quick_path(db: str, expected: Path | None) -> None:
+    assert sqlite_file(db) == expected
+
+
+def test_quick_runs_equal_the_stores_runs(tmp_path: Path) -> None:
+    from procgrade.engine.store import opened_store
+
+    fixture = Path(__file__).parent.parent / "examples" / "native" / "todo-app-run.jsonl"
+    db = f"sqlite:///{tmp_path / 'store.db'}"
+    from procgrade.engine.ingest import ingest_paths
+
+    with opened_store(db, create=True) as store:
+        ingest_paths(store, [fixture], format="auto", seal=True)
+        expected = store.runs()
+    quick = quick_runs(db)
+    assert quick is not None and len(quick) == len(expected) >= 1
+    assert [tuple(row) for row in quick] == [tuple(getattr(info, f) for f in RunRow._fields) for info in expected]
+    assert [row.sealed for row in quick] == [info.sealed for info in expected]
+
+
+def test_quick_runs_leave_other_schemas_to_the_store(tmp_path: Path) -> None:
+    path = tmp_path / "old.db"
+    with sqlite3.connect(path) as conn:
+        conn.execute("CREATE TABLE alembic_version (version_num TEXT)")
+        conn.execute("INSERT INTO alembic_version VALUES ('0001')")
+    assert quick_runs(f"sqlite:///{path}") is None  # the general path then says "run `procgrade init`"
+    empty = tmp_path / "empty.db"
+    sqlite3.connect(empty).close()
+    assert quick_runs(str(empty)) is None
+
+
+def test_plain_text_options_coerce_as_typer_does() -> None:
+    """--db values reach the command unchanged through the shortcut; other types still go through Typer."""
+    from typer.testing import CliRunner
+
+    from procgrade.engine.cli_coercion import install
+
+    install()
+    install()  # idempotent
+    import typer
+
+    app = typer.Typer()
+    seen: dict[str, object] = {}
+
+    @app.command()
+    def probe(name: str = "x", count: int = 1, flag: bool = False) -> None:
+        seen.update(name=name, count=count, flag=flag)
+
+    result = CliRunner().invoke(app, ["--name", "sqlite:///a b.db", "--count", "3", "--flag"])
+    assert result.exit_code == 0, result.output
+    assert seen == {"name": "sqlite:///a b.db", "count": 3, "flag": True}
+    result = CliRunner().invoke(app, ["--count", "abc"])
+    assert result.exit_code == 2 and "--count" in result.output
