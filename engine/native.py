@@ -269,36 +269,24 @@ _KEY_END = re.compile(rb'"[ \t\r\n]*:')
 
 
 def _plain_shape(raw: bytes, record: dict[str, Any]) -> bool:
-    """True when the parsed line can neither nest too deep nor repeat a key (the filters of
-    :mod:`procgrade.engine.json_guards`, without parsing again): fewer brackets than the depth
-    limit, and as many key endings in the text as keys in the parsed object (a repeated key
-    would have been dropped by the parser)."""
-    if raw.count(b"[") + raw.count(b"{") > MAX_DEPTH:
-        return False
-    keys, stack = 0, [record]
+    """True when the parsed line neither nests too deep nor repeats a key (what
+    :mod:`procgrade.engine.json_guards` checks, without parsing again): its containers nest
+    at most MAX_DEPTH deep (only looked at when the text holds that many brackets, in strings
+    or not), and the text holds as many key endings as the parsed object holds keys (the
+    parser keeps one of two equal keys)."""
+    deep = raw.count(b"[") + raw.count(b"{") > MAX_DEPTH
+    keys, stack = 0, [(record, 1)]
     while stack:
-        item = stack.pop()
+        item, depth = stack.pop()
+        if deep and depth > MAX_DEPTH:
+            return False
+        values = item.values() if type(item) is dict else item
         if type(item) is dict:
             keys += len(item)
-            for value in item.values():
-                if type(value) is dict or type(value) is list:
-                    stack.append(value)
-        elif type(item) is list:
-            for value in item:
-                if type(value) is dict or type(value) is list:
-                    stack.append(value)
+        for value in values:
+            if type(value) is dict or type(value) is list:
+                stack.append((value, depth + 1))
     return keys == len(_KEY_END.findall(raw))
-
-
-def _check_shape(source: str, number: int, raw: bytes) -> None:
-    """Too deep nesting (before any parser recurses) and repeated keys, located."""
-    problem = nesting_error(raw)
-    if problem is not None:
-        raise InputError(source, number, None, problem)
-    key = duplicate_key(raw)
-    if key is not None:
-        raise InputError(source, number, key, "duplicate key: a JSON object must not repeat a key "
-                         "(the last value would silently win)")
 
 
 #: Event fields never redacted: identity, order and kind, and digests.
