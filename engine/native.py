@@ -289,6 +289,17 @@ def _plain_shape(raw: bytes, record: dict[str, Any]) -> bool:
     return keys == len(_KEY_END.findall(raw))
 
 
+def _check_shape(source: str, number: int, raw: bytes) -> None:
+    """Too deep nesting (before any parser recurses) and repeated keys, located."""
+    problem = nesting_error(raw)
+    if problem is not None:
+        raise InputError(source, number, None, problem)
+    key = duplicate_key(raw)
+    if key is not None:
+        raise InputError(source, number, key, "duplicate key: a JSON object must not repeat a key "
+                         "(the last value would silently win)")
+
+
 #: Event fields never redacted: identity, order and kind, and digests.
 _NOT_REDACTED = frozenset({"run_id", "seq", "event_id", "ts", "kind", "actor", "stage", "parent_seq"})
 
