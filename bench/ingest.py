@@ -122,7 +122,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=100)
     parser.add_argument("--pg", default="postgresql+psycopg://postgres@127.0.0.1:5432/test")
     parser.add_argument("--skip-postgres", action="store_true")
-    parser.add_argument("--large-events", type=int, default=2000, help="Events of the large-payload case (0: skip).")
+    parser.add_argument("--large-events", type=int, default=1000, help="Events of the large-payload case (0: skip).")
     parser.add_argument("--large-runs", type=int, default=4)
     args = parser.parse_args()
 
