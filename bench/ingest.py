@@ -5,12 +5,16 @@ Prints events/s of ``procgrade ingest``'s library path for SQLite and PostgreSQL
 next to the bare limit: SQLite executemany in one transaction and PostgreSQL
 COPY (FORMAT BINARY) of the very same prepared rows, and the ratio between them.
 Both sides run in the same process, one after the other, on the same machine.
+Then the large-payload case: command events carrying 10-100 KB tool outputs, in MB/s
+of input against the 30 MB/s target (issue 16). The ingest side's CPU time counts its
+worker processes too (``PROCGRADE_INGEST_WORKERS`` sets how many; 0: none).
 """
 
 from __future__ import annotations
 
 import argparse
 import gc
+import os
 import sys
 import tempfile
 import time
@@ -19,7 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.synthetic import write_native  # noqa: E402
+from bench.synthetic import write_large_payloads, write_native  # noqa: E402
 from procgrade.engine.chain import GENESIS  # noqa: E402
 from procgrade.engine.ingest import ingest_native  # noqa: E402
 from procgrade.engine.native import read_native  # noqa: E402
@@ -74,6 +78,28 @@ def timed_ingest(url: str, paths: list[Path]) -> float:
     return elapsed
 
 
+def large_payloads(tmpdir: Path, args: argparse.Namespace) -> None:
+    """Native ingest of command events with 10-100 KB outputs: MB/s of input file per database."""
+    paths = write_large_payloads(tmpdir / "large", args.large_events, args.large_runs)
+    megabytes = sum(p.stat().st_size for p in paths) / 1e6
+    events = sum(1 for p in paths for _ in p.open("rb"))
+    print(f"large payloads: {events:,} events of 10-100 KB in {args.large_runs} runs ({megabytes:.0f} MB)")
+    targets = [("sqlite", lambda: timed_ingest(f"sqlite:///{tmpdir}/large.db", paths))]
+    if not args.skip_postgres:
+        def postgres() -> float:
+            schema, url = postgres_schema(args.pg)
+            try:
+                return timed_ingest(url, paths)
+            finally:
+                drop_schema(args.pg, schema)
+        targets.append(("postgresql", postgres))
+    for name, run in targets:
+        seconds = run()
+        rate = megabytes / seconds
+        print(f"large payloads {name:<11} {events / seconds:>9,.0f} ev/s {rate:>7.1f} MB/s of input "
+              f"({rate / 30:.2f}x the 30 MB/s target)")
+
+
 def postgres_schema(base: str) -> tuple[str, str]:
     import psycopg
 
@@ -96,6 +122,8 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=100)
     parser.add_argument("--pg", default="postgresql+psycopg://postgres@127.0.0.1:5432/test")
     parser.add_argument("--skip-postgres", action="store_true")
+    parser.add_argument("--large-events", type=int, default=1000, help="Events of the large-payload case (0: skip).")
+    parser.add_argument("--large-runs", type=int, default=4)
     args = parser.parse_args()
 
     with tempfile.TemporaryDirectory(prefix="procgrade-bench-") as tmp:
@@ -122,9 +150,12 @@ def main() -> None:
                 drop_schema(args.pg, schema)
             results.append(("postgresql", ingest_s, bare_s))
 
-    print(f"{'database':<11} {'ingest ev/s':>12} {'bare ev/s':>12} {'ingest/bare':>12}")
-    for name, ingest_s, bare_s in results:
-        print(f"{name:<11} {total / ingest_s:>12,.0f} {total / bare_s:>12,.0f} {bare_s / ingest_s:>11.2f}x")
+        print(f"{'database':<11} {'ingest ev/s':>12} {'bare ev/s':>12} {'ingest/bare':>12}")
+        for name, ingest_s, bare_s in results:
+            print(f"{name:<11} {total / ingest_s:>12,.0f} {total / bare_s:>12,.0f} {bare_s / ingest_s:>11.2f}x")
+        if args.large_events:
+            large_payloads(tmpdir, args)
+    print(f"load average {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} (1 and 5 min)")
 
 
 if __name__ == "__main__":

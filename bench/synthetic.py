@@ -63,3 +63,38 @@ def write_native(directory: Path, n_events: int, n_runs: int) -> list[Path]:
             handle.writelines(orjson.dumps(e) + b"\n" for e in synthetic_run(f"bench-{r:04d}", per_run, r))
         paths.append(path)
     return paths
+
+
+def large_payload_run(run_id: str, n_events: int, seed: int, min_kb: int = 10, max_kb: int = 100) -> Iterator[dict]:
+    """A run whose commands carry whole tool outputs (``min_kb``..``max_kb`` KB of log text) in their
+    payloads, as harness logs of test suites and builds do."""
+    rng = random.Random(seed)
+    yield {"run_id": run_id, "seq": 0, "event_id": f"{run_id}/0", "ts": "2026-11-01T00:00:00Z",
+           "kind": "run_started", "actor": "harness", "harness": {"name": "bench", "version": "1"},
+           "model": f"model-{seed % 4}", "task_id": f"task-{seed % 10}"}
+    for seq in range(1, n_events):
+        size = rng.randrange(min_kb, max_kb + 1) * 1024
+        lines, total = [], 0
+        while total < size:
+            path = rng.choice(_PATHS)
+            text = (f"{path}::test_case_{rng.randrange(1000)} {rng.choice(('PASSED', 'PASSED', 'FAILED', 'SKIPPED'))}"
+                    f" [{rng.randrange(100):>3}%] ({rng.randrange(1, 9000)} ms)")
+            lines.append(text)
+            total += len(text) + 1
+        yield {"run_id": run_id, "seq": seq, "event_id": f"{run_id}/{seq}", "ts": "2026-11-01T00:00:01Z",
+               "actor": "agent", "kind": "command", "command": rng.choice(_COMMANDS), "exit_code": 0,
+               "duration_ms": rng.randrange(5, 9000),
+               "payload": {"tool": "bash", "call_id": f"call_{seq}", "output": "\n".join(lines)}}
+
+
+def write_large_payloads(directory: Path, n_events: int, n_runs: int) -> list[Path]:
+    """Like :func:`write_native`, with :func:`large_payload_run` runs."""
+    directory.mkdir(parents=True, exist_ok=True)
+    per_run = n_events // n_runs
+    paths = []
+    for r in range(n_runs):
+        path = directory / f"large-{r:04d}.jsonl"
+        with path.open("wb") as handle:
+            handle.writelines(orjson.dumps(e) + b"\n" for e in large_payload_run(f"large-{r:04d}", per_run, r))
+        paths.append(path)
+    return paths

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 import shlex
+from functools import lru_cache
 
 __all__ = ["CommandIO", "command_io", "normalised_command"]
 
@@ -147,7 +148,26 @@ def _read_target(words: list[str]) -> str | None:
     return files[-1] if files else None
 
 
+#: Command lines up to this long are remembered (ingest extracts the same lines over and over,
+#: and shlex is slow); both functions are pure, so a remembered answer is the answer.
+_REMEMBERED_LENGTH = 2048
+
+
 def command_io(command: str | None) -> CommandIO:
+    """:func:`_command_io`, remembered for short command lines."""
+    if command is not None and len(command) <= _REMEMBERED_LENGTH:
+        return _remembered_command_io(command)
+    return _command_io(command)
+
+
+def normalised_command(command: str) -> str:
+    """:func:`_normalised_command`, remembered for short command lines."""
+    if len(command) <= _REMEMBERED_LENGTH:
+        return _remembered_normalised_command(command)
+    return _normalised_command(command)
+
+
+def _command_io(command: str | None) -> CommandIO:
     """What ``command`` does with files, as far as job rules care.
 
     A command with a simple command ending in ``&`` (or started with ``nohup``) is a
@@ -186,7 +206,7 @@ def command_io(command: str | None) -> CommandIO:
 _WRAPPER = re.compile(r"^\s*(?:cd\s+[^;&|]+?\s*(?:&&|;)\s*)+")
 
 
-def normalised_command(command: str) -> str:
+def _normalised_command(command: str) -> str:
     """A command line without what does not change what it does: leading ``cd DIR &&``,
     environment assignments, ``timeout N`` and ``bash -lc '...'`` wrappers, and
     whitespace (nilenso's normalisation, process_signals.md S3)."""
@@ -204,3 +224,7 @@ def normalised_command(command: str) -> str:
         if text == before:
             break
     return " ".join(text.split())
+
+
+_remembered_command_io = lru_cache(maxsize=4096)(_command_io)
+_remembered_normalised_command = lru_cache(maxsize=4096)(_normalised_command)

@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import os
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from procgrade.engine.errors import InputError, StoreError
 from procgrade.engine.importers.provenance import Overrides
-from procgrade.engine.native import RunEvents, bounded_lines, iter_native
+from procgrade.engine.native import RunEvents, bounded_lines, iter_native_rows
 from procgrade.engine.store import AppendResult, EventStore
 from procgrade.engine.store.base import RunWriter
 
@@ -89,14 +90,14 @@ def _ingest(store: EventStore, paths: Sequence[Path | str], *, format: str, seal
             if format == "native":
                 if given:
                     raise _native_refused(str(path))
-                reports.extend(_append_native(writer, iter_native(str(path), _file_lines(path)), seal))
+                reports.extend(_append_native(writer, _native_rows(str(path), _file_lines(path)), seal))
                 continue
             tree = open_tree(path)
             native = [rel for rel in tree.selected if format == "auto" and _is_native(tree, rel)]
             if native and given:
                 raise _native_refused(tree.label(native[0]))
             for rel in native:
-                reports.extend(_append_native(writer, iter_native(tree.label(rel), tree.iter_lines(rel)), seal))
+                reports.extend(_append_native(writer, _native_rows(tree.label(rel), tree.iter_lines(rel)), seal))
             plan = plan_imports(tree, format, skip=native)
             unrecognised.extend(tree.label(rel) for rel in plan.unrecognised)
             for importer, unit in plan.units:
@@ -121,7 +122,7 @@ def _append_native(writer: RunWriter, pieces: Iterable[RunEvents], seal: bool) -
     totals: dict[str, _RunTotals] = {}
     for piece in pieces:
         try:
-            result = writer.append(piece.run_id, piece.events, redactions=piece.redactions)
+            result = writer.append_rows(piece.run_id, piece.rows, redactions=piece.redactions)
         except StoreError as exc:
             raise _locate(exc, [piece]) from exc
         totals.setdefault(piece.run_id, _RunTotals(piece.source)).add(piece, result)
@@ -148,7 +149,7 @@ class _RunTotals:
     sealed_now: bool = False
 
     def add(self, piece: RunEvents, result: AppendResult) -> None:
-        self.events_read += len(piece.events)
+        self.events_read += len(piece.items)
         self.duplicates_skipped += piece.duplicates_skipped
         self.appended += result.appended
         self.already_stored += result.already_stored
@@ -187,8 +188,26 @@ def ingest_native(store: EventStore, paths: Sequence[Path | str], *, seal: bool 
     reports: list[IngestReport] = []
     with _no_cyclic_gc(), store.writer() as writer:
         for path in paths:
-            reports.extend(_append_native(writer, iter_native(str(path), _file_lines(path)), seal))
+            reports.extend(_append_native(writer, _native_rows(str(path), _file_lines(path)), seal))
     return reports
+
+
+def _native_rows(source: str, lines: Iterable[bytes]) -> Iterator[RunEvents]:
+    """A native file's pieces as prepared rows, with worker processes when it is big enough."""
+    return iter_native_rows(source, lines, workers=ingest_workers())
+
+
+def ingest_workers() -> int:
+    """Processes that prepare native lines while this one writes: ``PROCGRADE_INGEST_WORKERS``,
+    else one per core, at most four (preparing a line costs about twice what writing it does,
+    so the writer shares a core with them); 0 reads in this process."""
+    given = os.environ.get("PROCGRADE_INGEST_WORKERS", "").strip()
+    if given:
+        try:
+            return max(0, int(given))
+        except ValueError:
+            raise InputError("PROCGRADE_INGEST_WORKERS", None, None, f"not a number of processes: {given!r}") from None
+    return max(1, min(4, os.cpu_count() or 1))
 
 
 @contextlib.contextmanager
@@ -221,8 +240,8 @@ def _locate(exc: StoreError, batches: list[RunEvents]) -> StoreError:
     it is about (the original is kept as ``cause``)."""
     place = ""
     for batch in batches:
-        if batch.run_id == exc.run_id and exc.seq is not None and batch.events:
-            if batch.events[0].seq <= exc.seq <= batch.events[-1].seq:
+        if batch.run_id == exc.run_id and exc.seq is not None and batch.items:
+            if batch.first_seq <= exc.seq <= batch.last_seq:
                 place = f"{batch.source}:{batch.line_of(exc.seq)}: seq: "
                 break
     located = type(exc)(f"{place}{exc}", run_id=exc.run_id, seq=exc.seq)

@@ -15,7 +15,7 @@ import json
 import math
 import re
 from collections.abc import Iterable, Iterator
-from typing import BinaryIO
+from typing import Any, BinaryIO
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -25,15 +25,17 @@ from pydantic import ValidationError
 from procgrade.engine.errors import InputError
 from procgrade.engine.events import Event, event_adapter
 from procgrade.engine.importers.redaction import Redactor, may_hold_secret_bytes
-from procgrade.engine.json_guards import duplicate_key, nesting_error
+from procgrade.engine.json_guards import MAX_DEPTH, duplicate_key, nesting_error
 
-__all__ = ["RunEvents", "read_native", "parse_native_lines", "iter_native", "bounded_lines", "dump_native", "CHUNK_EVENTS"]
+__all__ = ["RunEvents", "read_native", "parse_native_lines", "iter_native", "iter_native_rows", "bounded_lines",
+           "dump_native", "CHUNK_EVENTS"]
 
 
 @dataclass
 class RunEvents:
     """Consecutive events of one run as read from one source, with where each came from
-    (a whole run, or one piece of it when read in chunks)."""
+    (a whole run, or one piece of it when read in chunks): as validated models, or (from
+    :func:`iter_native_rows`, for the store) as prepared rows."""
 
     run_id: str
     source: str
@@ -42,9 +44,26 @@ class RunEvents:
     duplicates_skipped: int = 0
     #: seq -> secrets redacted from that event before it was validated.
     redactions: dict[int, int] = field(default_factory=dict)
+    #: The events as rows (:func:`procgrade.engine.stored.prepare_row`) instead of models.
+    rows: list[list[Any]] | None = None
+
+    @property
+    def items(self) -> list[Any]:
+        """The events or the rows, whichever this piece holds."""
+        return self.events if self.rows is None else self.rows
+
+    @property
+    def first_seq(self) -> int:
+        items = self.items
+        return items[0].seq if self.rows is None else items[0][1]
+
+    @property
+    def last_seq(self) -> int:
+        items = self.items
+        return items[-1].seq if self.rows is None else items[-1][1]
 
     def line_of(self, seq: int) -> int:
-        return self.lines[seq - self.events[0].seq]
+        return self.lines[seq - self.first_seq]
 
 
 #: Events of one run held before they are handed on (ingest writes them as the file is read).
@@ -89,67 +108,117 @@ def parse_native_lines(source: str, lines: Iterable[bytes]) -> list[RunEvents]:
     return list(runs.values())
 
 
+#: One line's result: (line number, run_id, seq, event_id, kind, the event or its row, secrets redacted).
+_Item = tuple[int, str, int, str, str, Any, int]
+
+
 def iter_native(source: str, lines: Iterable[bytes], *, chunk: int | None = CHUNK_EVENTS) -> Iterator[RunEvents]:
     """Validate ``lines`` one by one and yield each run in consecutive pieces of at most ``chunk``
     events (None: each run whole, at the end), so a caller can write as it reads: memory holds
     a chunk per run, not the file. A line repeating an event already handed on is handed on
     again as a piece of its own: the store skips it when identical and refuses it when not."""
-    adapter = event_adapter()
-    runs: dict[str, _RunState] = {}
-    seen_ids: dict[str, int] = {}
+    return _sequenced(source, _event_items(source, lines), chunk, rows=False)
+
+
+def iter_native_rows(source: str, lines: Iterable[bytes], *, chunk: int | None = None,
+                     workers: int = 0) -> Iterator[RunEvents]:
+    """:func:`iter_native` with each piece holding prepared rows (``piece.rows``) instead of
+    models, what :meth:`RunWriter.append_rows` takes: the same checks, errors and pieces.
+
+    With ``workers`` > 0 and more than one block of lines, processes of their own parse,
+    validate and prepare blocks of lines while the caller writes the pieces before them
+    (see :mod:`procgrade.engine.native_workers`); memory holds a few blocks, not the file."""
+    chunk = CHUNK_EVENTS if chunk is None else chunk
+    if workers > 0:
+        from procgrade.engine.native_workers import row_items
+
+        items = row_items(source, lines, workers)
+    else:
+        items = _row_items(source, enumerate(lines, start=1))
+    return _sequenced(source, items, chunk, rows=True)
+
+
+def _event_items(source: str, lines: Iterable[bytes]) -> Iterator[_Item]:
     for number, raw in enumerate(lines, start=1):
         if not raw.strip():
             continue
-        _check_utf8(source, number, raw)
-        _check_shape(source, number, raw)
-        try:
-            event = adapter.validate_json(raw)
-        except ValidationError as exc:
-            raise _input_error(source, number, exc) from None
-        if _NON_JSON_NUMBER.search(raw) is not None:
-            _refuse_non_json_numbers(source, number, raw)
-        event, redacted = _redacted(event, raw)
-        state = runs.get(event.run_id)
+        event, _record, redacted = _validated(source, number, raw)
+        yield number, event.run_id, event.seq, event.event_id, event.kind, event, redacted
+
+
+def _row_items(source: str, numbered: Iterable[tuple[int, bytes]]) -> Iterator[_Item]:
+    from procgrade.engine.stored import prepare_row
+
+    for number, raw in numbered:
+        if not raw.strip():
+            continue
+        event, record, redacted = _validated(source, number, raw)
+        row = prepare_row(event, record)
+        yield number, row[0], row[1], row[2], row[4], row, redacted
+
+
+def _sequenced(source: str, items: Iterable[_Item], chunk: int | None, *, rows: bool) -> Iterator[RunEvents]:
+    """The checks across lines (seq order per run, repeated lines, reused event ids, run_started
+    at seq 0) over validated lines, cut into pieces. Two events are the same when their models
+    are equal, or (rows) when their canonical headers are: the header covers every field and
+    the payload's digest."""
+    runs: dict[str, _RunState] = {}
+    seen_ids: dict[str, int] = {}
+    for number, run_id, seq, event_id, kind, thing, redacted in items:
+        state = runs.get(run_id)
         if state is None:
-            state = runs[event.run_id] = _RunState(event.seq, RunEvents(event.run_id, source))
+            state = runs[run_id] = _RunState(seq, _piece(run_id, source, rows))
         buffer = state.buffer
-        if state.last is not None and event.seq <= state.last:
-            if event.seq < state.first:
+        if state.last is not None and seq <= state.last:
+            if seq < state.first:
                 raise InputError(source, number, "seq",
-                                 f"run {event.run_id}: seq {event.seq} comes after seq {state.last}: seqs must ascend")
-            if buffer.events and event.seq >= buffer.events[0].seq:
-                earlier = buffer.events[event.seq - buffer.events[0].seq]
-                if earlier != event:
+                                 f"run {run_id}: seq {seq} comes after seq {state.last}: seqs must ascend")
+            held = buffer.items
+            if held and seq >= state.buffer_first:
+                earlier = held[seq - state.buffer_first]
+                if (earlier[-1] != thing[-1]) if rows else (earlier != thing):
                     raise InputError(source, number, "seq",
-                                     f"run {event.run_id}: seq {event.seq} repeated with different content "
-                                     f"(first at line {buffer.line_of(event.seq)})")
+                                     f"run {run_id}: seq {seq} repeated with different content "
+                                     f"(first at line {buffer.line_of(seq)})")
                 buffer.duplicates_skipped += 1
                 continue
             # an event handed on already: the store compares it with what it wrote
             if chunk is not None:
                 yield state.flush()
-            yield RunEvents(event.run_id, source, [event], [number], redactions={event.seq: redacted} if redacted else {})
+            piece = _piece(run_id, source, rows)
+            piece.items.append(thing)
+            piece.lines.append(number)
+            if redacted:
+                piece.redactions[seq] = redacted
+            yield piece
             continue
-        if state.last is not None and event.seq != state.last + 1:
+        if state.last is not None and seq != state.last + 1:
             raise InputError(source, number, "seq",
-                             f"run {event.run_id}: seq {event.seq} follows seq {state.last}: seqs must be gapless")
-        first_line = seen_ids.setdefault(event.event_id, number)
+                             f"run {run_id}: seq {seq} follows seq {state.last}: seqs must be gapless")
+        first_line = seen_ids.setdefault(event_id, number)
         if first_line != number:
-            raise InputError(source, number, "event_id", f"event_id {event.event_id!r} already used at line {first_line}")
-        if (event.seq == 0) != (event.kind == "run_started"):
-            reason = ("seq 0 must be a run_started event" if event.seq == 0
-                      else f"run_started must be seq 0, not seq {event.seq}")
-            raise InputError(source, number, "kind", f"run {event.run_id}: {reason}")
-        buffer.events.append(event)
+            raise InputError(source, number, "event_id", f"event_id {event_id!r} already used at line {first_line}")
+        if (seq == 0) != (kind == "run_started"):
+            reason = ("seq 0 must be a run_started event" if seq == 0
+                      else f"run_started must be seq 0, not seq {seq}")
+            raise InputError(source, number, "kind", f"run {run_id}: {reason}")
+        held = buffer.items
+        if not held:
+            state.buffer_first = seq
+        held.append(thing)
         buffer.lines.append(number)
         if redacted:
-            buffer.redactions[event.seq] = redacted
-        state.last = event.seq
-        if chunk is not None and len(buffer.events) >= chunk:
+            buffer.redactions[seq] = redacted
+        state.last = seq
+        if chunk is not None and len(held) >= chunk:
             yield state.flush()
     for state in runs.values():
-        if state.buffer.events or state.buffer.duplicates_skipped:
+        if state.buffer.items or state.buffer.duplicates_skipped:
             yield state.flush()
+
+
+def _piece(run_id: str, source: str, rows: bool) -> RunEvents:
+    return RunEvents(run_id, source, rows=[] if rows else None)
 
 
 @dataclass
@@ -157,11 +226,67 @@ class _RunState:
     first: int
     buffer: RunEvents
     last: int | None = None
+    #: The seq of the buffer's first event (when it holds any).
+    buffer_first: int = 0
 
     def flush(self) -> RunEvents:
         piece = self.buffer
-        self.buffer = RunEvents(piece.run_id, piece.source)
+        self.buffer = _piece(piece.run_id, piece.source, piece.rows is not None)
         return piece
+
+
+def _validated(source: str, number: int, raw: bytes) -> tuple[Event, dict[str, Any] | None, int]:
+    """(event, its JSON object as parsed when usable for its row, secrets redacted) of one
+    non-blank line, or the first problem as a located :class:`InputError`.
+
+    The common line takes one orjson parse, a bracket count and a key count (the cheap
+    filters of :mod:`procgrade.engine.json_guards`, fed the parsed object), one pydantic
+    validation and the redaction filter. orjson refuses what the checks after validation
+    look for (bytes that are not UTF-8, NaN, Infinity, numbers that overflow a double), so
+    a line orjson cannot parse, or that the filters flag, goes through every check in turn,
+    which words the error exactly as before.
+    """
+    try:
+        record = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        record = None
+    if type(record) is not dict or not _plain_shape(raw, record):
+        _check_utf8(source, number, raw)
+        _check_shape(source, number, raw)
+        record = None
+    try:
+        event = _ADAPTER.validate_json(raw)
+    except ValidationError as exc:
+        raise _input_error(source, number, exc) from None
+    if record is None and _NON_JSON_NUMBER.search(raw) is not None:
+        _refuse_non_json_numbers(source, number, raw)
+    redacted_event, redacted = _redacted(event, raw, record)
+    return (event, record, 0) if not redacted else (redacted_event, None, redacted)
+
+
+_ADAPTER = event_adapter()
+_KEY_END = re.compile(rb'"[ \t\r\n]*:')
+
+
+def _plain_shape(raw: bytes, record: dict[str, Any]) -> bool:
+    """True when the parsed line neither nests too deep nor repeats a key (what
+    :mod:`procgrade.engine.json_guards` checks, without parsing again): its containers nest
+    at most MAX_DEPTH deep (only looked at when the text holds that many brackets, in strings
+    or not), and the text holds as many key endings as the parsed object holds keys (the
+    parser keeps one of two equal keys)."""
+    deep = raw.count(b"[") + raw.count(b"{") > MAX_DEPTH
+    keys, stack = 0, [(record, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if deep and depth > MAX_DEPTH:
+            return False
+        values = item.values() if type(item) is dict else item
+        if type(item) is dict:
+            keys += len(item)
+        for value in values:
+            if type(value) is dict or type(value) is list:
+                stack.append((value, depth + 1))
+    return keys == len(_KEY_END.findall(raw))
 
 
 def _check_shape(source: str, number: int, raw: bytes) -> None:
@@ -179,15 +304,16 @@ def _check_shape(source: str, number: int, raw: bytes) -> None:
 _NOT_REDACTED = frozenset({"run_id", "seq", "event_id", "ts", "kind", "actor", "stage", "parent_seq"})
 
 
-def _redacted(event: Event, raw: bytes) -> tuple[Event, int]:
+def _redacted(event: Event, raw: bytes, record: dict[str, Any] | None = None) -> tuple[Event, int]:
     """The event with every secret replaced by the redaction marker (the same kinds the harness
     importers redact), and how many; most lines hold no marker word and cost one scan."""
     if not may_hold_secret_bytes(raw):
         return event, 0
-    try:
-        record = orjson.loads(raw)  # the fields as written: cheaper to scan than the model
-    except orjson.JSONDecodeError:  # e.g. an integer beyond 64 bits: scan the model's dump
-        record = event.model_dump(mode="python", exclude_none=True)
+    if record is None:
+        try:
+            record = orjson.loads(raw)  # the fields as written: cheaper to scan than the model
+        except orjson.JSONDecodeError:  # e.g. an integer beyond 64 bits: scan the model's dump
+            record = event.model_dump(mode="python", exclude_none=True)
     probe = Redactor()
     for name, value in record.items():
         if name not in _NOT_REDACTED:

@@ -9,15 +9,29 @@ is what export and ``verify-log`` stand on.
 
 from __future__ import annotations
 
+import hashlib
 import operator
+import typing
+from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
-from procgrade.engine.canonical import canonical_and_faithful, canonical_json, canonical_json_of_typed, faithful_json, parse_json, sha256_hex
+from pydantic import BaseModel
+
+from procgrade.engine.canonical import (
+    _orjson_is_canonical,
+    canonical_and_faithful,
+    canonical_json,
+    canonical_json_of_typed,
+    faithful_json,
+    parse_json,
+    sha256_hex,
+)
 from procgrade.engine.chain import link
-from procgrade.engine.events import Event, event_adapter
+from procgrade.engine.events import EVENT_KINDS, Event, event_adapter
 from procgrade.engine.facts import FACT_COLUMNS, extract_facts
 
-__all__ = ["STORED_COLUMNS", "DERIVED_COLUMNS", "FACT_SLICE", "IN_STAGE", "StoredEvent", "to_stored", "to_event", "header_bytes"]
+__all__ = ["STORED_COLUMNS", "DERIVED_COLUMNS", "FACT_SLICE", "IN_STAGE", "FACTS", "StoredEvent", "to_stored",
+           "to_event", "header_bytes", "prepare_row", "chain_rows"]
 
 _ENVELOPE = ("run_id", "seq", "event_id", "ts", "kind", "actor", "stage", "parent_seq")
 _TRAILER = ("facts", "payload", "payload_sha256", "hash")
@@ -31,6 +45,8 @@ _NOT_FACTS = frozenset(_ENVELOPE) | {"payload_sha256"}
 FACT_SLICE = slice(len(_ENVELOPE), len(_ENVELOPE) + len(FACT_COLUMNS))
 #: Where the derived stage sits in a stored row.
 IN_STAGE = len(_ENVELOPE) + len(FACT_COLUMNS)
+#: Where the kind's own fields (canonical or faithful JSON text) sit in a stored row.
+FACTS = IN_STAGE + 1
 
 
 class StoredEvent(NamedTuple):
@@ -83,13 +99,89 @@ def header_bytes(event: Event) -> bytes:
 def to_stored(event: Event, prev_hash: str, in_stage: int | None = None) -> StoredEvent:
     """The row for ``event`` chained after ``prev_hash``; ``in_stage`` is its derived stage
     (:mod:`procgrade.engine.stages`; not part of the hash, which covers the event as given)."""
-    header, payload, payload_sha = _header(event)
-    event_hash = link(prev_hash, _canonical(event, header))
-    fact_fields = {k: v for k, v in header.items() if k not in _NOT_FACTS}
-    facts = faithful_json(fact_fields) if event.FREE_FORM_FIELDS else canonical_json_of_typed(fact_fields)
-    return StoredEvent(
-        _envelope_of(event) + extract_facts(event) + (in_stage, facts.decode(), payload.decode(), payload_sha, event_hash)
-    )
+    row = prepare_row(event)
+    row[IN_STAGE] = in_stage
+    row[-1] = link(prev_hash, row[-1])
+    return StoredEvent(tuple(row))
+
+
+def prepare_row(event: Event, record: dict[str, Any] | None = None) -> list[Any]:
+    """Everything of ``event``'s row that depends on the event alone, as a list in
+    :data:`STORED_COLUMNS` order: ``in_stage`` is left None and the hash slot holds the
+    canonical header bytes, which :func:`chain_rows` turns into the chain hash (the two
+    things that depend on the events before it). Work that can run anywhere, in any order
+    (ingest's workers do it), apart from the sequential part.
+
+    ``record`` is the event's JSON object as parsed from its line (orjson), when the caller
+    has it: for kinds whose model dump is that object minus its null members (no defaults
+    to fill in, no nested models, no free-form fields), the header is built from it
+    directly instead of dumping the model, with the very same bytes.
+    """
+    if record is not None and record["kind"] in _DUMP_IS_RECORD:
+        payload = record.get("payload", _NO_PAYLOAD)
+        if _orjson_is_canonical(payload):
+            canonical = stored = canonical_json_of_typed(payload)  # orjson's sorted bytes are RFC 8785 here
+        else:  # floats (maybe integers beyond 64 bits orjson read as floats): the model's values decide
+            canonical, stored = canonical_and_faithful(event.payload)
+        payload_sha = hashlib.sha256(canonical).hexdigest()
+        fact_fields = {k: v for k, v in record.items() if v is not None and k not in _NOT_FACTS_OR_PAYLOAD}
+        header = {k: v for k, v in record.items() if v is not None and k in _ENVELOPE_SET}
+        header.update(fact_fields)
+        header["payload_sha256"] = payload_sha
+        header_canonical = canonical_json_of_typed(header)
+        facts = canonical_json_of_typed(fact_fields)
+    else:
+        header, stored, payload_sha = _header(event)
+        header_canonical = _canonical(event, header)
+        fact_fields = {k: v for k, v in header.items() if k not in _NOT_FACTS}
+        facts = faithful_json(fact_fields) if event.FREE_FORM_FIELDS else canonical_json_of_typed(fact_fields)
+    return [*_envelope_of(event), *extract_facts(event), None, facts.decode(), stored.decode(), payload_sha,
+            header_canonical]
+
+
+def chain_rows(rows: Sequence[list[Any]], prev_hash: str, stage_of: Callable[[list[Any]], int | None]) -> str:
+    """Finish prepared rows in place, in order: the derived stage (``stage_of(row)``) and the
+    chain hash after ``prev_hash``; returns the last hash. The sequential part of a row."""
+    prev = bytes.fromhex(prev_hash)
+    sha256 = hashlib.sha256
+    for row in rows:
+        row[IN_STAGE] = stage_of(row)
+        digest = sha256(prev + row[-1])
+        prev = digest.digest()
+        row[-1] = digest.hexdigest()
+    return prev.hex()
+
+
+_NO_PAYLOAD: dict[str, Any] = {}
+_ENVELOPE_SET = frozenset(_ENVELOPE)
+_NOT_FACTS_OR_PAYLOAD = _NOT_FACTS | {"payload"}
+
+
+def _models_in(annotation: Any) -> bool:
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return True
+    return any(_models_in(arg) for arg in typing.get_args(annotation))
+
+
+def _dump_is_record(cls: type[Event]) -> bool:
+    """Is ``model_dump(exclude_none=True)`` of a valid ``cls`` its JSON object minus null
+    members? True unless a field has a default other than None (the dump adds it), holds
+    a nested model (the dump leaves out its null members too), or is free-form JSON (where
+    orjson and pydantic may read a number differently)."""
+    if cls.FREE_FORM_FIELDS:
+        return False
+    for name, info in cls.model_fields.items():
+        if name in ("kind", "payload"):
+            continue
+        if info.default_factory is not None or (not info.is_required() and info.default is not None):
+            return False
+        if _models_in(info.annotation):
+            return False
+    return True
+
+
+#: Kinds whose header :func:`prepare_row` builds from the parsed line.
+_DUMP_IS_RECORD = frozenset(name for name, cls in EVENT_KINDS.items() if _dump_is_record(cls))
 
 
 def to_event(row: tuple[Any, ...]) -> Event:

@@ -30,11 +30,12 @@ from procgrade.engine.errors import (
     StoreError,
     UnknownRunError,
 )
-from procgrade.engine.events import Event, RunStarted
+from procgrade.engine.events import Event
 from procgrade.engine.store.schema import events as events_table
 from procgrade.engine.store.schema import runs as runs_table
 from procgrade.engine.stages import StageConflict, StageTracker, tracker_after
-from procgrade.engine.stored import STORED_COLUMNS, StoredEvent, to_event, to_stored
+from procgrade.engine.canonical import parse_json
+from procgrade.engine.stored import FACTS, STORED_COLUMNS, chain_rows, prepare_row, to_event
 
 __all__ = ["EventStore", "RunInfo", "AppendResult"]
 
@@ -122,8 +123,15 @@ class EventStore:
     def _append_in(self, tx: Any, run_id: str, events: Sequence[Event], seal: bool,
                    redactions: Mapping[int, int] | None = None,
                    trackers: dict[str, tuple[int, StageTracker]] | None = None) -> AppendResult:
+        return self._append_rows_in(tx, run_id, [prepare_row(event) for event in events], seal, redactions, trackers)
+
+    def _append_rows_in(self, tx: Any, run_id: str, rows: list[list[Any]], seal: bool,
+                        redactions: Mapping[int, int] | None = None,
+                        trackers: dict[str, tuple[int, StageTracker]] | None = None) -> AppendResult:
+        """Append prepared rows (:func:`procgrade.engine.stored.prepare_row`, consecutive seqs of
+        ``run_id``): derive their stages, chain them, and insert what the run does not hold."""
         info = self._lock_run(tx, run_id)
-        first = events[0].seq if events else info.event_count
+        first = rows[0][1] if rows else info.event_count
         if first > info.event_count:
             held = f"the run holds seqs 0..{info.event_count - 1}" if info.event_count else "a run starts at seq 0"
             raise SeqConflictError(f"run {run_id}: seq {first} leaves a gap: {held}", run_id=run_id, seq=first)
@@ -137,43 +145,43 @@ class EventStore:
             tracker = cached[1]
         else:
             tracker = tracker_after(self._stored_envelopes(tx, run_id, first), strict=True)
-        rows: list[StoredEvent] = []
-        for event in events:
+        step = tracker.step
+
+        def stage_of(row: list[Any]) -> int | None:
             try:
-                in_stage = tracker.step(event.seq, event.kind, event.actor, event.stage)
+                return step(row[1], row[4], row[5], row[6])
             except StageConflict as exc:
-                raise StoreError(f"run {run_id}: seq {event.seq}: {exc}", run_id=run_id, seq=event.seq) from None
-            stored = to_stored(event, prev, in_stage)
-            rows.append(stored)
-            prev = stored.hash
-        if trackers is not None and events:
-            trackers[run_id] = (events[-1].seq + 1, tracker)
-        overlap = [r for r in rows if r.seq < info.event_count]
-        new = rows[len(overlap):]
+                raise StoreError(f"run {run_id}: seq {row[1]}: {exc}", run_id=run_id, seq=row[1]) from None
+
+        chain_rows(rows, prev, stage_of)
+        if trackers is not None and rows:
+            trackers[run_id] = (rows[-1][1] + 1, tracker)
+        held = max(0, min(len(rows), info.event_count - first))
+        overlap, new = rows[:held], rows[held:]
         if overlap:
             self._check_overlap(tx, run_id, overlap)
         if new and info.sealed:
             raise RunSealedError(
-                f"run {run_id} is sealed at {info.sealed_event_count} events; seq {new[0].seq} cannot be appended",
-                run_id=run_id, seq=new[0].seq,
+                f"run {run_id} is sealed at {info.sealed_event_count} events; seq {new[0][1]} cannot be appended",
+                run_id=run_id, seq=new[0][1],
             )
-        if new and new[0].seq == 0 and not isinstance(events[0], RunStarted):
-            raise StoreError(f"run {run_id}: seq 0 must be a run_started event, got {events[0].kind}",
+        if new and new[0][1] == 0 and new[0][4] != "run_started":
+            raise StoreError(f"run {run_id}: seq 0 must be a run_started event, got {new[0][4]}",
                              run_id=run_id, seq=0)
         if new:
             # A savepoint, so a refused insert leaves the transaction usable to explain itself.
             tx.execute("SAVEPOINT procgrade_append")
             try:
-                self._insert_rows(tx, [r.row for r in new])
+                self._insert_rows(tx, new)
             except self.integrity_errors as exc:
                 tx.execute("ROLLBACK TO SAVEPOINT procgrade_append")
                 raise self._explain_conflict(tx, run_id, new) from exc
             tx.execute("RELEASE SAVEPOINT procgrade_append")
         count = info.event_count + len(new)
-        head = new[-1].hash if new else info.head_hash
-        provenance = _provenance(events[0]) if new and new[0].seq == 0 else None
+        head = new[-1][-1] if new else info.head_hash
+        provenance = _provenance(new[0]) if new and new[0][1] == 0 else None
         if new and redactions:
-            redacted = sum(redactions.get(r.seq, 0) for r in new)
+            redacted = sum(redactions.get(r[1], 0) for r in new)
             if redacted:
                 provenance = {**(provenance or {}), "redactions": (info.redactions or 0) + redacted}
         sealing = seal and not info.sealed
@@ -189,15 +197,15 @@ class EventStore:
                 self._update_run(tx, run_id, info.event_count, info.head_hash, None, True)
         return self.run(run_id)
 
-    def _check_overlap(self, tx: Any, run_id: str, overlap: list[StoredEvent]) -> None:
-        stored = self._stored_hashes(tx, run_id, overlap[0].seq, overlap[-1].seq)
+    def _check_overlap(self, tx: Any, run_id: str, overlap: list[list[Any]]) -> None:
+        stored = self._stored_hashes(tx, run_id, overlap[0][1], overlap[-1][1])
         for incoming, (seq, event_id, stored_hash) in zip(overlap, stored):
-            if incoming.hash == stored_hash:
+            if incoming[-1] == stored_hash:
                 continue
-            if incoming.event_id != event_id:
+            if incoming[2] != event_id:
                 raise SeqConflictError(
                     f"run {run_id}: seq {seq} already holds event {event_id!r}; "
-                    f"event {incoming.event_id!r} cannot take its place (another writer appended first?)",
+                    f"event {incoming[2]!r} cannot take its place (another writer appended first?)",
                     run_id=run_id, seq=seq,
                 )
             raise EventIdConflictError(
@@ -205,14 +213,15 @@ class EventStore:
                 run_id=run_id, seq=seq,
             )
 
-    def _explain_conflict(self, tx: Any, run_id: str, new: list[StoredEvent]) -> StoreError:
+    def _explain_conflict(self, tx: Any, run_id: str, new: list[list[Any]]) -> StoreError:
         first_seq: dict[str, int] = {}
         for r in new:
-            earlier = first_seq.setdefault(r.event_id, r.seq)
-            if earlier != r.seq:
+            event_id, seq = r[2], r[1]
+            earlier = first_seq.setdefault(event_id, seq)
+            if earlier != seq:
                 return EventIdConflictError(
-                    f"run {run_id}: event_id {r.event_id!r} at seq {r.seq} is also given to run {run_id} seq {earlier}",
-                    run_id=run_id, seq=r.seq)
+                    f"run {run_id}: event_id {event_id!r} at seq {seq} is also given to run {run_id} seq {earlier}",
+                    run_id=run_id, seq=seq)
         clashes = self._event_owners(tx, list(first_seq))
         if clashes:
             event_id, owner, seq = clashes[0]
@@ -222,8 +231,8 @@ class EventStore:
                 run_id=run_id, seq=mine,
             )
         return SeqConflictError(
-            f"run {run_id}: seqs {new[0].seq}..{new[-1].seq} were appended by another writer meanwhile",
-            run_id=run_id, seq=new[0].seq,
+            f"run {run_id}: seqs {new[0][1]}..{new[-1][1]} were appended by another writer meanwhile",
+            run_id=run_id, seq=new[0][1],
         )
 
     # --- reading -------------------------------------------------------------------------------
@@ -385,6 +394,13 @@ class RunWriter:
         _check_consecutive(run_id, events)
         return self._store._append_in(self._tx, run_id, events, seal, redactions, self._trackers)
 
+    def append_rows(self, run_id: str, rows: list[list[Any]], *, seal: bool = False,
+                    redactions: Mapping[int, int] | None = None) -> AppendResult:
+        """:meth:`append` for rows already prepared (:func:`procgrade.engine.stored.prepare_row`),
+        as native ingest's workers make them: consecutive seqs of ``run_id``."""
+        _check_consecutive_rows(run_id, rows)
+        return self._store._append_rows_in(self._tx, run_id, rows, seal, redactions, self._trackers)
+
     def seal(self, run_id: str) -> RunInfo:
         """Seal the run at its current head, in this transaction."""
         info = self._store._lock_run(self._tx, run_id, create=False)
@@ -403,14 +419,27 @@ def _check_consecutive(run_id: str, events: Sequence[Event]) -> None:
                              run_id=run_id, seq=event.seq)
 
 
-def _provenance(first: Event) -> dict[str, Any]:
-    if not isinstance(first, RunStarted):
+def _check_consecutive_rows(run_id: str, rows: list[list[Any]]) -> None:
+    for i, row in enumerate(rows):
+        if row[0] != run_id:
+            raise StoreError(f"event {row[2]!r} belongs to run {row[0]}, not {run_id}", run_id=run_id, seq=row[1])
+        if i and row[1] != rows[i - 1][1] + 1:
+            raise StoreError(f"run {run_id}: seq {row[1]} does not follow seq {rows[i - 1][1]}",
+                             run_id=run_id, seq=row[1])
+
+
+def _provenance(first: list[Any]) -> dict[str, Any]:
+    """The run's provenance from its run_started row (the kind's fields as stored: the model
+    dump, defaults included, so nothing is lost by reading them back)."""
+    if first[4] != "run_started":
         return {}
+    fields = parse_json(first[FACTS])
+    harness, imported = fields["harness"], fields.get("imported")
     return {
-        "harness": first.harness.name,
-        "harness_version": first.harness.version,
-        "model": first.model,
-        "task_id": first.task_id,
-        **({"source_format": first.imported.format, "redactions": first.imported.redactions,
-            "unparsed": first.imported.unparsed} if first.imported is not None else {}),
+        "harness": harness["name"],
+        "harness_version": harness.get("version"),
+        "model": fields.get("model"),
+        "task_id": fields.get("task_id"),
+        **({"source_format": imported["format"], "redactions": imported["redactions"],
+            "unparsed": imported["unparsed"]} if imported is not None else {}),
     }

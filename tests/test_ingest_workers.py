@@ -1,0 +1,143 @@
+"""Native ingest's prepared rows and worker processes: the same rows, hashes and errors as the
+one-process model path (the row built from the parsed line equals the row dumped from the model;
+blocks prepared by workers store what one process stores; the first bad line in file order is
+the one reported, and nothing is written)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+import procgrade.engine.native_workers as native_workers
+from builders import RUN, ev, extra_events, line, reference_head, small_run, write_jsonl, write_lines
+from procgrade.engine.chain import GENESIS
+from procgrade.engine.errors import InputError
+from procgrade.engine.ingest import ingest_native
+from procgrade.engine.log_verification import verify_log
+from procgrade.engine.native import _validated
+from procgrade.engine.store import EventStore
+from procgrade.engine.stored import IN_STAGE, chain_rows, prepare_row, to_stored
+
+ODD_LINES = [
+    # null members, floats, an integer beyond 64 bits, -0.0, a key outside the BMP
+    {"run_id": "r", "seq": 1, "event_id": "a", "kind": "message", "actor": "agent", "text": "t", "ts": None,
+     "intent": None, "payload": {"a": None, "f": 1.0, "big": 123456789012345678901234567890, "z": -0.0}},
+    {"run_id": "r", "seq": 1, "event_id": "b", "kind": "command", "actor": "agent", "command": "cat a.txt",
+     "payload": {"k\U0001f600": 1, "\u00e9": [1, 2.5e300, {"x": None}]}},
+    {"run_id": "r", "seq": 1, "event_id": "c", "kind": "plan_grade", "actor": "judge", "plan_id": "p",
+     "attempt": 0, "grader": "g", "passed": True},
+    {"run_id": "r", "seq": 0, "event_id": "d", "kind": "run_started", "actor": "harness",
+     "harness": {"name": "h", "version": None},
+     "imported": {"format": "f", "importer_version": "1", "files": [], "records": 3}},
+    {"run_id": "r", "seq": 1, "event_id": "e", "kind": "message", "actor": "agent",
+     "text": "my key is sk-abcdefghijklmnopqrstuvwxyz123456", "payload": {"token": "sk-abcdefghijklmnopqrstuvwxyz123456"}},
+    {"run_id": "r", "seq": 1, "event_id": "f", "kind": "acceptance_verdict", "actor": "grader", "verifier": "v",
+     "status": "evaluated", "reward": "1", "details": {"score": 0.5, "n": 18446744073709551615}},
+    {"run_id": "r", "seq": 2, "event_id": "g", "kind": "file_edit", "actor": "agent", "path": "./a/../b.py",
+     "edit_kind": "modify", "parent_seq": 1, "stage": 3, "payload": {}},
+]
+
+
+@pytest.mark.parametrize("record", small_run() + extra_events(RUN, 8, 6) + ODD_LINES)
+def test_row_from_the_parsed_line_is_the_row_from_the_model(record: dict) -> None:
+    raw = line(record)
+    event, parsed, _ = _validated("x.jsonl", 1, raw)
+    assert prepare_row(event, parsed) == prepare_row(event)
+    # and chaining the prepared row gives what to_stored gives
+    row = prepare_row(event, parsed)
+    chain_rows([row], GENESIS, lambda r: 7)
+    expected = to_stored(event, GENESIS, 7).row
+    assert tuple(row) == expected and row[IN_STAGE] == 7
+
+
+def snapshot(store: EventStore) -> tuple:
+    return tuple((info, tuple(store.stored_events(info.run_id))) for info in store.runs())
+
+
+def interleaved_runs() -> list[dict]:
+    a = small_run("a")[:7] + extra_events("a", 7, 40)
+    b = small_run("b")[:7] + extra_events("b", 7, 25)
+    return [x for pair in zip(a, b) for x in pair] + a[len(b):]
+
+
+@pytest.fixture
+def tiny_blocks(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Blocks of 5 lines and two worker processes, so a small file really goes through workers."""
+    monkeypatch.setattr(native_workers, "BLOCK_LINES", 5)
+    monkeypatch.setenv("PROCGRADE_INGEST_WORKERS", "2")
+
+
+def test_workers_store_what_one_process_stores(store: EventStore, tmp_path: Path, tiny_blocks: None) -> None:
+    events = interleaved_runs()
+    path = write_jsonl(tmp_path / "x.jsonl", events)
+    reports = ingest_native(store, [path], seal=True)
+    assert [(r.run_id, r.events_read, r.result.appended) for r in reports] == [("a", 47, 47), ("b", 32, 32)]
+    for run_id in ("a", "b"):
+        assert store.run(run_id).head_hash == reference_head([e for e in events if e["run_id"] == run_id])
+        assert verify_log(store, run_id).ok
+    with_workers = snapshot(store)
+    # re-ingest through workers is a no-op; a fresh store filled by one process holds the same
+    assert all(r.result.no_op for r in ingest_native(store, [path]))
+    assert snapshot(store) == with_workers
+
+
+def test_workers_and_one_process_fill_stores_alike(db_kind: str, tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    from databases import fresh_url
+    from procgrade.engine.store import open_store
+
+    path = write_jsonl(tmp_path / "x.jsonl", interleaved_runs())
+    snapshots = []
+    for index, (workers, block) in enumerate((("0", 2000), ("2", 3), ("1", 7))):
+        monkeypatch.setenv("PROCGRADE_INGEST_WORKERS", workers)
+        monkeypatch.setattr(native_workers, "BLOCK_LINES", block)
+        with fresh_url(db_kind, tmp_path / f"db{index}") as url:
+            store = open_store(url, create=True)
+            try:
+                ingest_native(store, [path])
+                snapshots.append(snapshot(store))
+            finally:
+                store.close()
+    assert snapshots[0] == snapshots[1] == snapshots[2]
+
+
+@pytest.mark.parametrize("bad_at,expected_line,field", [
+    (3, 4, "-"),    # in the first block
+    (31, 32, "-"),  # in a later block, prepared by a worker
+    (78, 79, "-"),  # in the last line
+])
+def test_a_bad_line_in_any_block_is_located_and_writes_nothing(store: EventStore, tmp_path: Path, tiny_blocks: None,
+                                                               bad_at: int, expected_line: int, field: str) -> None:
+    good = write_jsonl(tmp_path / "good.jsonl", small_run("other"))
+    lines = [line(e) for e in interleaved_runs()]
+    lines[bad_at] = b'{"oops"'
+    bad = write_lines(tmp_path / "bad.jsonl", lines)
+    with pytest.raises(InputError) as info:
+        ingest_native(store, [good, bad])
+    assert (info.value.source, info.value.line, info.value.field or "-") == (str(bad), expected_line, field)
+    assert store.runs() == []
+
+
+def test_the_first_problem_in_file_order_wins_across_checks(store: EventStore, tmp_path: Path,
+                                                            tiny_blocks: None) -> None:
+    """A seq gap (found by the writer) before a malformed line (found by a worker) in the same block."""
+    lines = [line(e) for e in interleaved_runs()]
+    gap = json.loads(lines[21])
+    gap["seq"] += 5
+    gap["event_id"] += "-moved"
+    lines[21] = line(gap)
+    lines[23] = b'{"run_id": 5}'
+    path = write_lines(tmp_path / "bad.jsonl", lines)
+    with pytest.raises(InputError) as info:
+        ingest_native(store, [path])
+    assert info.value.line == 22 and info.value.field == "seq" and "gapless" in info.value.reason
+    assert store.runs() == []
+
+
+def test_workers_setting_must_be_a_number(store: EventStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PROCGRADE_INGEST_WORKERS", "many")
+    with pytest.raises(InputError, match="PROCGRADE_INGEST_WORKERS"):
+        ingest_native(store, [write_jsonl(tmp_path / "x.jsonl", small_run())])
+    assert store.runs() == []
