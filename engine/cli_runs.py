@@ -17,36 +17,13 @@ from __future__ import annotations
 import re
 import sqlite3
 from pathlib import Path
-from typing import NamedTuple
 from urllib.parse import quote
 
-__all__ = ["RunRow", "quick_runs", "schema_head", "sqlite_file"]
+from procgrade.engine.store.run_info import RUN_COLUMNS, RunInfo
 
-#: The ``runs`` table's columns, in :class:`procgrade.engine.store.base.RunInfo`'s field order.
-_COLUMNS = ("run_id", "harness", "harness_version", "model", "task_id", "event_count", "head_hash",
-            "sealed_event_count", "sealed_head_hash", "source_format", "redactions", "unparsed")
+__all__ = ["quick_runs", "schema_head", "sqlite_file"]
+
 _ASSIGNMENT = re.compile(r"^(revision|down_revision)\s*(?::[^=]*)?=\s*(?:(['\"])([^'\"]+)\2|None)\s*$", re.M)
-
-
-class RunRow(NamedTuple):
-    """A stored run as the ``runs`` table holds it: :class:`~procgrade.engine.store.base.RunInfo`'s fields."""
-
-    run_id: str
-    harness: str | None
-    harness_version: str | None
-    model: str | None
-    task_id: str | None
-    event_count: int
-    head_hash: str | None
-    sealed_event_count: int | None
-    sealed_head_hash: str | None
-    source_format: str | None = None
-    redactions: int | None = None
-    unparsed: int | None = None
-
-    @property
-    def sealed(self) -> bool:
-        return self.sealed_head_hash is not None
 
 
 def sqlite_file(db: str) -> Path | None:
@@ -83,7 +60,7 @@ def schema_head() -> str | None:
     return next(iter(heads)) if len(heads) == 1 else None
 
 
-def quick_runs(db: str) -> list[RunRow] | None:
+def quick_runs(db: str) -> list[RunInfo] | None:
     """Every run of the SQLite store ``db``, sorted by run id in code-point order (as
     :meth:`procgrade.engine.store.base.EventStore.runs`), or None when the general path must answer.
     Raises what the general path raises for a missing, foldered or non-SQLite file."""
@@ -105,9 +82,9 @@ def quick_runs(db: str) -> list[RunRow] | None:
         head = schema_head()
         if head is None or versions != [head]:
             return None
-        rows = connection.execute(f"SELECT {', '.join(_COLUMNS)} FROM runs").fetchall()
+        rows = connection.execute(f"SELECT {', '.join(RUN_COLUMNS)} FROM runs").fetchall()
     except sqlite3.Error:
         return None
     finally:
         connection.close()
-    return sorted((RunRow(*row) for row in rows), key=lambda info: info.run_id)
+    return sorted((RunInfo(*row) for row in rows), key=lambda info: info.run_id)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from procgrade.engine.cli_runs import RunRow, quick_runs, schema_head, sqlite_file
+from procgrade.engine.cli_runs import quick_runs, schema_head, sqlite_file
 
 #: Imported by no command that only prints help or lists runs.
 HEAVY = ("sqlalchemy", "alembic", "pydantic", "numpy", "scipy", "pandas", "statsmodels", "sklearn", "pyarrow",
@@ -103,7 +103,7 @@ def test_quick_runs_equal_the_stores_runs(tmp_path: Path) -> None:
         expected = store.runs()
     quick = quick_runs(db)
     assert quick is not None and len(quick) == len(expected) >= 1
-    assert [tuple(row) for row in quick] == [tuple(getattr(info, f) for f in RunRow._fields) for info in expected]
+    assert quick == expected
     assert [row.sealed for row in quick] == [info.sealed for info in expected]
 
 

@@ -18,7 +18,8 @@ from procgrade.engine.store.location import connection_problem, resolve_url
 if TYPE_CHECKING:
     from sqlalchemy import Engine
 
-    from procgrade.engine.store.base import AppendResult, EventStore, RunInfo
+    from procgrade.engine.store.base import EventStore
+    from procgrade.engine.store.run_info import AppendResult, RunInfo
 
 __all__ = [
     "AppendResult",
@@ -31,16 +32,18 @@ __all__ = [
     "opened_store",
 ]
 
-_FROM_BASE = ("AppendResult", "EventStore", "RunInfo")
-
-
 def __getattr__(name: str) -> Any:
-    if name in _FROM_BASE:
-        from procgrade.engine.store import base
+    if name in ("AppendResult", "RunInfo"):
+        from procgrade.engine.store import run_info
 
-        value = getattr(base, name)
+        value = getattr(run_info, name)
         globals()[name] = value
         return value
+    if name == "EventStore":
+        from procgrade.engine.store.base import EventStore
+
+        globals()[name] = EventStore
+        return EventStore
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

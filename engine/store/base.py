@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import Engine, select
@@ -31,6 +30,7 @@ from procgrade.engine.errors import (
     UnknownRunError,
 )
 from procgrade.engine.events import Event
+from procgrade.engine.store.run_info import RUN_COLUMNS, AppendResult, RunInfo
 from procgrade.engine.store.schema import events as events_table
 from procgrade.engine.store.schema import runs as runs_table
 from procgrade.engine.stages import StageConflict, StageTracker, tracker_after
@@ -38,51 +38,6 @@ from procgrade.engine.canonical import parse_json
 from procgrade.engine.stored import FACTS, STORED_COLUMNS, chain_rows, prepare_row, to_event
 
 __all__ = ["EventStore", "RunInfo", "AppendResult"]
-
-_RUN_COLUMNS = (
-    "run_id", "harness", "harness_version", "model", "task_id",
-    "event_count", "head_hash", "sealed_event_count", "sealed_head_hash",
-    "source_format", "redactions", "unparsed",
-)
-
-
-@dataclass(frozen=True)
-class RunInfo:
-    run_id: str
-    harness: str | None
-    harness_version: str | None
-    model: str | None
-    task_id: str | None
-    event_count: int
-    head_hash: str | None
-    sealed_event_count: int | None
-    sealed_head_hash: str | None
-    #: Set for runs an importer made: its format, secrets redacted, malformed records kept.
-    source_format: str | None = None
-    redactions: int | None = None
-    unparsed: int | None = None
-
-    @property
-    def sealed(self) -> bool:
-        return self.sealed_head_hash is not None
-
-
-@dataclass(frozen=True)
-class AppendResult:
-    run_id: str
-    appended: int
-    already_stored: int
-    event_count: int
-    head_hash: str | None
-    sealed: bool
-    #: True when this append sealed the run (it was not sealed before).
-    sealed_now: bool = False
-
-    @property
-    def no_op(self) -> bool:
-        """No event appended (``sealed_now`` says whether the call sealed the run all the same)."""
-        return self.appended == 0
-
 
 class EventStore:
     """Append-only store of run event logs over one SQLAlchemy engine."""
@@ -331,7 +286,7 @@ class EventStore:
         return text.replace("?", self.param)
 
     def _select_run(self, tx: Any, run_id: str, suffix: str = "") -> RunInfo | None:
-        tx.execute(self._sql(f"SELECT {', '.join(_RUN_COLUMNS)} FROM runs WHERE run_id = ?{suffix}"), (run_id,))
+        tx.execute(self._sql(f"SELECT {', '.join(RUN_COLUMNS)} FROM runs WHERE run_id = ?{suffix}"), (run_id,))
         row = tx.fetchone()
         return RunInfo(*row) if row is not None else None
 
