@@ -9,6 +9,7 @@ new row and never replaces an old one.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from itertools import chain, groupby, islice
 from operator import itemgetter
@@ -61,29 +62,13 @@ class ScoreStore:
         if upto is not None:
             query += f" AND seq < {param}"
             params += (upto,)
-        from procgrade.engine.store.database_errors import translate
-
-        raw = self.engine.raw_connection()
-        try:
-            # PostgreSQL: a server-side (named) cursor, so a client holds one batch, never the run.
-            cursor = (raw.driver_connection.cursor(name="procgrade_fact_rows")
-                      if self.store.dialect == "postgresql" else raw.driver_connection.cursor())
-            try:
-                cursor.execute(query + " ORDER BY seq", params)
-                while True:
-                    rows = cursor.fetchmany(batch)
-                    if not rows:
-                        break
-                    yield rows
-            except Exception as exc:
-                translated = translate(exc)
-                if translated is None:
-                    raise
-                raise translated from exc
-            finally:
-                cursor.close()
-        finally:
-            raw.close()
+        with self._cursor("procgrade_fact_rows") as cursor:
+            cursor.execute(query + " ORDER BY seq", params)
+            while True:
+                rows = cursor.fetchmany(batch)
+                if not rows:
+                    break
+                yield rows
 
     def facts_of_runs(self, runs: Sequence[tuple[str, int | None]], *, batch: int = 20_000,
                       per_query: int = RUNS_PER_QUERY) -> Iterator[tuple[str, Iterator[tuple[Any, ...]]]]:
@@ -94,34 +79,41 @@ class ScoreStore:
         necessarily the caller's): callers key what they make by the run id yielded. Each run's
         rows must be consumed (or dropped) before the next run is asked for. The rows carry the
         run id as an extra last column (rules read the first :data:`FACT_ROW_COLUMNS` only)."""
-        from procgrade.engine.store.database_errors import translate
-
         upto = dict(runs)
         ids = list(upto)
         param = self.store.param
         columns = ", ".join(FACT_ROW_COLUMNS) + ", run_id"
+        for start in range(0, len(ids), per_query):
+            part = ids[start:start + per_query]
+            query = (f"SELECT {columns} FROM events WHERE run_id IN ({', '.join([param] * len(part))}) "
+                     "ORDER BY run_id, seq")
+            with self._cursor("procgrade_facts_of_runs") as cursor:
+                cursor.execute(query, part)
+                stream = chain.from_iterable(iter(lambda: cursor.fetchmany(batch), []))
+                for run_id, rows in groupby(stream, key=itemgetter(-1)):
+                    limit = upto[run_id]
+                    yield run_id, (rows if limit is None else islice(rows, limit))
+
+    @contextmanager
+    def _cursor(self, name: str) -> Iterator[Any]:
+        """A driver cursor on a connection of its own, closed with it; database errors come out as
+        procgrade's. PostgreSQL: a server-side (named) cursor, so a client holds one batch, never
+        the run or the runs."""
+        from procgrade.engine.store.database_errors import translate
+
         raw = self.engine.raw_connection()
         try:
-            for start in range(0, len(ids), per_query):
-                part = ids[start:start + per_query]
-                query = (f"SELECT {columns} FROM events WHERE run_id IN ({', '.join([param] * len(part))}) "
-                         "ORDER BY run_id, seq")
-                # PostgreSQL: a server-side (named) cursor, so a client holds one batch, never the runs.
-                cursor = (raw.driver_connection.cursor(name="procgrade_facts_of_runs")
-                          if self.store.dialect == "postgresql" else raw.driver_connection.cursor())
-                try:
-                    cursor.execute(query, part)
-                    stream = chain.from_iterable(iter(lambda: cursor.fetchmany(batch), []))
-                    for run_id, rows in groupby(stream, key=itemgetter(-1)):
-                        limit = upto[run_id]
-                        yield run_id, (rows if limit is None else islice(rows, limit))
-                except Exception as exc:
-                    translated = translate(exc)
-                    if translated is None:
-                        raise
-                    raise translated from exc
-                finally:
-                    cursor.close()
+            cursor = (raw.driver_connection.cursor(name=name)
+                      if self.store.dialect == "postgresql" else raw.driver_connection.cursor())
+            try:
+                yield cursor
+            except Exception as exc:
+                translated = translate(exc)
+                if translated is None:
+                    raise
+                raise translated from exc
+            finally:
+                cursor.close()
         finally:
             raw.close()
 
