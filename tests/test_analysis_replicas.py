@@ -185,3 +185,23 @@ def test_mcnemar_is_statsmodels_to_the_bit() -> None:
                         result = mcnemar(table, exact=exact, correction=True)
                         np.testing.assert_array_equal(mcnemar_test(table, exact),
                                                       [float(result.statistic), float(result.pvalue)])
+
+
+def test_grouped_roc_auc_of_resamples_is_roc_auc_to_the_bit() -> None:
+    """The association bootstrap's per-resample AUC (scores grouped once, counts per resample) against
+    :func:`roc_auc` of the resample itself, ties and few distinct scores included."""
+    from procgrade.engine.analysis.association import ScoreGroups
+
+    rng = np.random.default_rng(11)
+    checked = 0
+    for x, y in _inputs(2, 300):
+        labels = (y > np.median(y)).astype(int)
+        groups = ScoreGroups(x)
+        for _ in range(20):
+            index = rng.integers(0, x.size, x.size)
+            ys = labels[index]
+            if ys.min() == ys.max():
+                continue
+            assert groups.roc_auc(index, ys) == roc_auc(ys, x[index])
+            checked += 1
+    assert checked > 3000
