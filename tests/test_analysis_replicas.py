@@ -92,3 +92,116 @@ def test_mantel_haenszel_is_statsmodels_to_the_bit() -> None:
         assert np.array_equal(np.array(found), np.array(expected), equal_nan=True), tables
         checked += 1
     assert checked > 1000
+
+
+# --- calibrate's agreement statistics (engine/analysis/agreement.py) ----------------------------------------------
+
+
+def _label_pairs(seed: int, count: int):  # type: ignore[no-untyped-def]
+    """(reference, candidate, scale) triples: int, bool and string scales, skewed and one-label data."""
+    rng = np.random.default_rng(seed)
+    for trial in range(count):
+        size = int(rng.integers(1, 40))
+        levels = int(rng.integers(1, 6))
+        skew = rng.random()
+        ref = [int(v) for v in rng.integers(0, levels, size)]
+        cand = [v if rng.random() < skew else int(rng.integers(0, levels)) for v in ref]
+        scale: list = list(range(max(levels, 2) + int(trial % 4 == 0)))  # sometimes a level nobody used
+        if trial % 5 == 1:
+            ref, cand, scale = [f"l{v}" for v in ref], [f"l{v}" for v in cand], [f"l{v}" for v in scale]
+        elif trial % 5 == 2:
+            ref, cand, scale = [v % 2 == 1 for v in ref], [v % 2 == 1 for v in cand], [False, True]
+        yield ref, cand, scale
+
+
+def test_confusion_counts_and_kappa_are_sklearns_and_statsmodels_to_the_bit() -> None:
+    from sklearn.metrics import cohen_kappa_score, confusion_matrix
+    from statsmodels.stats.inter_rater import cohens_kappa
+
+    from procgrade.engine.analysis.exact_replicas import cohen_kappa, confusion_counts, kappa_interval, plain_labels
+
+    checked = undefined = 0
+    for ref, cand, scale in _label_pairs(3, 600):
+        assert plain_labels(scale)
+        table = confusion_counts(ref, cand, scale)
+        expected = confusion_matrix(ref, cand, labels=scale)
+        assert table.dtype == expected.dtype and (table == expected).all()
+        for weights in (None, "linear", "quadratic"):
+            with warnings.catch_warnings(), np.errstate(divide="ignore", invalid="ignore"):
+                warnings.simplefilter("ignore")
+                value = cohen_kappa(table, weights)
+                library = cohen_kappa_score(ref, cand, labels=scale, weights=weights)
+                np.testing.assert_array_equal(value, library)  # NaN where undefined, equal bits otherwise
+                if np.isnan(value):
+                    undefined += 1
+                    continue
+                result = cohens_kappa(table, wt=weights)
+                std, low, high = kappa_interval(table, weights, 0.95)
+                np.testing.assert_array_equal([std, low, high],
+                                              [result.std_kappa, *result.distribution_kappa.interval(0.95)])
+                checked += 1
+    assert checked > 1000 and undefined > 10
+
+
+def test_plain_labels_leave_other_scales_to_sklearn() -> None:
+    from procgrade.engine.analysis.exact_replicas import plain_labels
+
+    assert plain_labels([False, True]) and plain_labels([-2, -1, 0, 1]) and plain_labels(["fail", "pass"])
+    assert not plain_labels([]) and not plain_labels([0.5, 1.0]) and not plain_labels(["pass", 1])
+
+
+def test_binary_scores_are_sklearns_to_the_bit() -> None:
+    from sklearn.metrics import f1_score, precision_score, recall_score
+
+    from procgrade.engine.analysis.exact_replicas import binary_scores
+
+    for tp in range(5):
+        for fp in range(5):
+            for fn in range(5):
+                for tn in range(3):
+                    ref = [True] * tp + [False] * fp + [True] * fn + [False] * tn
+                    cand = [True] * tp + [True] * fp + [False] * fn + [False] * tn
+                    if not ref:
+                        continue
+                    scores = {"y_true": ref, "y_pred": cand, "labels": [False, True], "pos_label": True,
+                              "average": "binary", "zero_division": np.nan}
+                    with warnings.catch_warnings():
+                        warnings.simplefilter("ignore")
+                        expected = [precision_score(**scores), recall_score(**scores), f1_score(**scores)]
+                    np.testing.assert_array_equal(binary_scores(tp, fp, fn), expected)
+
+
+def test_mcnemar_is_statsmodels_to_the_bit() -> None:
+    from statsmodels.stats.contingency_tables import mcnemar
+
+    from procgrade.engine.analysis.exact_replicas import mcnemar_test
+
+    for a in range(0, 30, 7):
+        for b in range(25):
+            for c in range(25):
+                table = np.array([[a, b], [c, 3]], dtype=np.int64)
+                for exact in (True, False):
+                    with np.errstate(divide="ignore", invalid="ignore"):
+                        result = mcnemar(table, exact=exact, correction=True)
+                        np.testing.assert_array_equal(mcnemar_test(table, exact),
+                                                      [float(result.statistic), float(result.pvalue)])
+
+
+def test_grouped_roc_auc_of_resamples_is_roc_auc_to_the_bit() -> None:
+    """The association bootstrap's per-resample AUC (scores grouped once, counts per resample) against
+    :func:`roc_auc` of the resample itself, ties and few distinct scores included."""
+    from procgrade.engine.analysis.association import ScoreGroups
+
+    rng = np.random.default_rng(11)
+    checked = 0
+    for x, y in _inputs(2, 300):
+        labels = (y > np.median(y)).astype(int)
+        groups = ScoreGroups(x)
+        for _ in range(20):
+            index = rng.integers(0, x.size, x.size)
+            ys = labels[index]
+            if ys.min() == ys.max():
+                continue
+            assert groups.roc_auc(index, ys) == roc_auc(ys, x[index])
+            checked += 1
+    assert checked > 3000

@@ -322,6 +322,24 @@ def test_report_is_deterministic_across_databases(tmp_path: Path) -> None:
     assert not re.search(r"20\d\d-\d\d-\d\dT", pages[0]), "no time in the page unless one is passed in"
 
 
+def test_run_pages_with_one_reused_monitor_equal_pages_made_one_by_one(report_db: str) -> None:
+    """The report compiles the rule set's monitor once and resets it per run; each page must equal the
+    page :func:`run_page` makes alone (its own monitor, its own reads), violations and timeline alike."""
+    from procgrade.engine.reporting.html_report import _run_pages
+    from procgrade.engine.reporting.run_pages import run_page
+
+    store = open_store(report_db)
+    try:
+        ruleset = load_ruleset()
+        run_ids = [info.run_id for info in store.runs()]
+        shared = _run_pages(store, run_ids, ruleset)
+        alone = [run_page(store, run_id, ruleset) for run_id in run_ids]
+    finally:
+        store.close()
+    assert len(run_ids) > 10 and any(page.violations for page in alone) and any(not p.violations for p in alone)
+    assert shared == alone
+
+
 def test_report_escapes_and_loads_nothing(report_db: str) -> None:
     store = open_store(report_db)
     try:

@@ -15,6 +15,11 @@ Every statistic comes from a maintained library, none is written by hand:
   ``scipy.optimize.minimize``, bootstrap by multinomial reweighting with a seeded ``numpy`` Generator;
 * generation versus re-grading variance: ``statsmodels`` ``mixedlm`` with nested random effects.
 
+The Clopper-Pearson range, the confusion table (string or integer scales), kappa and its interval, precision,
+recall, F1 and McNemar's test are those libraries' figures made by :mod:`procgrade.engine.analysis.exact_replicas`
+with numpy and scipy's own calls, to the bit (tests/test_analysis_replicas.py): importing scikit-learn's metrics
+or any statsmodels module loads pandas, half a second of every ``calibrate``.
+
 Results are frozen dataclasses; ``to_dict()`` gives the same plain data for the same inputs (floats at full precision
 unless ``digits`` asks for display rounding; counts stay ints; nothing depends on set or dict iteration order).
 """
@@ -162,15 +167,16 @@ class Proportion(_Plain):
 
 
 def proportion(count: int, total: int, *, confidence: float = 0.95) -> Proportion:
-    """``count/total`` with its Clopper-Pearson interval (statsmodels ``proportion_confint``, ``method="beta"``)."""
-    from statsmodels.stats.proportion import proportion_confint
+    """``count/total`` with its Clopper-Pearson interval (statsmodels ``proportion_confint``, ``method="beta"``,
+    made by :mod:`procgrade.engine.analysis.exact_replicas` without importing statsmodels)."""
+    from procgrade.engine.analysis.exact_replicas import clopper_pearson_bounds
 
     count, total = int(count), int(total)
     if total < 0 or not 0 <= count <= total:
         raise ValueError(f"need 0 <= count <= total, got {count} of {total}")
     if total == 0:
         return Proportion(0, 0, None, None, None)
-    low, high = proportion_confint(count, total, alpha=1 - confidence, method="beta")
+    low, high = clopper_pearson_bounds(count, total, alpha=1 - confidence)
     return Proportion(count, total, count / total, float(low), float(high))
 
 
@@ -189,23 +195,21 @@ class Kappa(_Plain):
 
 def _kappa(reference: list[Any], candidate: list[Any], labels: tuple[Any, ...], table: np.ndarray,
            weights: Weights, confidence: float) -> Kappa:
-    from sklearn.exceptions import UndefinedMetricWarning
-    from sklearn.metrics import cohen_kappa_score
-    from statsmodels.stats.inter_rater import cohens_kappa
+    """sklearn's ``cohen_kappa_score`` and statsmodels' ``cohens_kappa`` interval, both computed from ``table``
+    (:func:`_table`, sklearn's confusion matrix) by :mod:`procgrade.engine.analysis.exact_replicas`."""
+    from procgrade.engine.analysis.exact_replicas import cohen_kappa, kappa_interval
 
     with warnings.catch_warnings(), np.errstate(divide="ignore", invalid="ignore"):
         warnings.simplefilter("ignore", RuntimeWarning)
-        warnings.simplefilter("ignore", UndefinedMetricWarning)  # undefined kappa: reported as None
-        value = _float(cohen_kappa_score(reference, candidate, labels=list(labels), weights=weights))
+        value = _float(cohen_kappa(table, weights))  # undefined kappa: reported as None
         if value is None:
             return Kappa(None, None, None, None, weights)
-        result = cohens_kappa(table, wt=weights)
-        std = _float(result.std_kappa)
+        std_kappa, low, high = kappa_interval(table, weights, confidence)
+        std = _float(std_kappa)
         if std is None:
             return Kappa(value, None, None, None, weights)
         if std == 0.0:  # a degenerate normal: the interval is the point
             return Kappa(value, 0.0, value, value, weights)
-        low, high = result.distribution_kappa.interval(confidence)
     # The asymptotic normal interval can leave kappa's range on small samples: clip it to [-1, 1].
     low_f, high_f = _float(low), _float(high)
     return Kappa(value, std, None if low_f is None else max(-1.0, low_f), None if high_f is None else min(1.0, high_f),
@@ -213,6 +217,12 @@ def _kappa(reference: list[Any], candidate: list[Any], labels: tuple[Any, ...], 
 
 
 def _table(reference: list[Any], candidate: list[Any], labels: tuple[Any, ...]) -> np.ndarray:
+    """sklearn's ``confusion_matrix`` (rows = reference): counted here for string or integer scales, by sklearn
+    itself (which validates them) for any other."""
+    from procgrade.engine.analysis.exact_replicas import confusion_counts, plain_labels
+
+    if plain_labels(labels):
+        return confusion_counts(reference, candidate, labels)
     from sklearn.metrics import confusion_matrix
 
     return confusion_matrix(reference, candidate, labels=list(labels))
@@ -310,26 +320,26 @@ def binary_agreement(reference: Sequence[Any] | np.ndarray, candidate: Sequence[
                      positive: Any = True, negative: Any = False, confidence: float = 0.95) -> BinaryAgreement:
     """Agreement, kappa, precision, recall, wrong-pass and wrong-fail rates of a binary ``candidate`` against
     ``reference`` (sklearn ``confusion_matrix`` with rows = reference, ``labels=[negative, positive]``)."""
-    from sklearn.metrics import f1_score, precision_score, recall_score
+    from procgrade.engine.analysis.exact_replicas import binary_scores
 
     ref, cand = _pair(reference, candidate)
     scale = _resolve_labels(ref + cand, [negative, positive])
     table = _table(ref, cand, scale)
     tn, fp, fn, tp = (int(v) for v in table.ravel())
-    scores = {"y_true": ref, "y_pred": cand, "labels": list(scale), "pos_label": positive,
-              "average": "binary", "zero_division": np.nan}
+    # sklearn's precision_score, recall_score and f1_score (average="binary", zero_division=nan) from the counts
+    precision, recall, f1 = binary_scores(tp, fp, fn)
     return BinaryAgreement(
         n=len(ref), positive=positive, negative=negative, tp=tp, fp=fp, fn=fn, tn=tn,
         agreement=proportion(tp + tn, len(ref), confidence=confidence),
         kappa=_kappa(ref, cand, scale, table, None, confidence),
-        precision=_float(precision_score(**scores)),
-        recall=_float(recall_score(**scores)),
+        precision=_float(precision),
+        recall=_float(recall),
         wrong_pass=proportion(fp, fp + tn, confidence=confidence),
         wrong_fail=proportion(fn, fn + tp, confidence=confidence),
         confidence=confidence,
         method=_AGREEMENT_METHOD + "; precision/recall/F1: sklearn; their intervals and wrong-pass/wrong-fail: "
                                    "Clopper-Pearson",
-        f1=_float(f1_score(**scores)),
+        f1=_float(f1),
         precision_interval=proportion(tp, tp + fp, confidence=confidence),
         recall_interval=proportion(tp, tp + fn, confidence=confidence),
     )
@@ -360,16 +370,17 @@ class McNemar(_Plain):
 def mcnemar_table(table: Sequence[Sequence[int]] | np.ndarray, *, exact: bool = True,
                   compares: str = "table") -> McNemar:
     """McNemar's test on a hand-made 2x2 table (``exact=True``: binomial test of the discordant cells)."""
-    from statsmodels.stats.contingency_tables import mcnemar as sm_mcnemar
+    from procgrade.engine.analysis.exact_replicas import mcnemar_test
 
     counts = np.asarray(table)
     if counts.shape != (2, 2) or not np.issubdtype(counts.dtype, np.integer) or (counts < 0).any():
         raise ValueError(f"need a 2x2 table of non-negative integer counts, got {counts.tolist()!r}")
-    result = sm_mcnemar(counts, exact=exact, correction=True)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        statistic, pvalue = mcnemar_test(counts, exact)  # statsmodels' mcnemar(correction=True), same bits
     cells = _ints(counts)
     return McNemar(
         table=(cells[0][:2], cells[1][:2]), first_only=cells[0][1], second_only=cells[1][0],
-        statistic=float(result.statistic), pvalue=float(result.pvalue), exact=exact, compares=compares,
+        statistic=statistic, pvalue=pvalue, exact=exact, compares=compares,
     )
 
 

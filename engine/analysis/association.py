@@ -280,13 +280,14 @@ def _auc(scores: Sequence[Fraction], outcomes: Sequence[bool], *, seed: int, n_r
     rng = np.random.default_rng(seed)
     values = []
     skipped = 0
+    groups = ScoreGroups(x)
     for _ in range(n_resamples):
         index = rng.integers(0, len(y), len(y))
         ys = y[index]
         if ys.min() == ys.max():
             skipped += 1
             continue
-        values.append(roc_auc(ys, x[index]))
+        values.append(groups.roc_auc(index, ys))
     if not values:
         return auc, None, None, "every resample held one outcome only: no interval"
     tail = (1 - confidence) / 2
@@ -300,21 +301,52 @@ def roc_auc(y: np.ndarray, x: np.ndarray) -> float:
     without its input validation (which costs twenty times the computation; a bootstrap calls this
     thousands of times). The same steps as scikit-learn's ``roc_curve`` (thresholds at the distinct
     scores, collinear points dropped, (0, 0) prepended) and the same trapezoid sum over the same
-    arrays; tests/test_analysis_replicas.py checks it against scikit-learn."""
-    from scipy.integrate import trapezoid
-
+    arrays; tests/test_analysis_replicas.py checks it against scikit-learn. The sum is
+    ``scipy.integrate.trapezoid``'s expression for 1-D float arrays written out (its array-API dispatch
+    costs more than the sum)."""
     order = np.argsort(x, kind="mergesort")[::-1]
     scores = x[order]
     labels = y[order].astype(np.float64)
     last = np.concatenate((np.nonzero(np.diff(scores))[0], [labels.size - 1]))
     tps = np.cumsum(labels, dtype=np.float64)[last]
     fps = 1 + last.astype(np.float64) - tps
+    return _area(tps, fps)
+
+
+def _area(tps: np.ndarray, fps: np.ndarray) -> float:
+    """The area under the ROC curve through the points (``fps``, ``tps``) at the distinct thresholds, highest
+    first: collinear points dropped, (0, 0) prepended, the trapezoid sum (:func:`roc_auc`'s last steps)."""
     if fps.shape[0] > 2:
         keep = np.nonzero(np.concatenate(([True], np.logical_or(np.diff(fps, 2), np.diff(tps, 2)), [True])))[0]
         fps, tps = fps[keep], tps[keep]
     tps = np.concatenate(([0.0], tps))
     fps = np.concatenate(([0.0], fps))
-    return float(trapezoid(tps / tps[-1], fps / fps[-1]))
+    tpr, fpr = tps / tps[-1], fps / fps[-1]
+    return float(np.sum((fpr[1:] - fpr[:-1]) * (tpr[1:] + tpr[:-1]) / 2.0, dtype=np.float64))
+
+
+class ScoreGroups:
+    """:func:`roc_auc` of bootstrap resamples of one score vector, without sorting each resample.
+
+    The ROC points of a resample are, at each distinct score present (highest first), the running counts
+    of positives (``tps``) and of the rest (``fps``): integers, the same whatever order the resample's
+    items come in. So the scores are grouped once (distinct values, highest first) and each resample
+    only counts its items per group; the counts are exact in float64, so the points, and the area
+    computed from them by the same steps, are :func:`roc_auc`'s bits (tests/test_analysis_replicas.py)."""
+
+    def __init__(self, x: np.ndarray) -> None:
+        distinct, inverse = np.unique(x, return_inverse=True)
+        self.size = distinct.size
+        self.group = (self.size - 1 - inverse.reshape(-1)).astype(np.intp)  # 0 = the highest score
+
+    def roc_auc(self, index: np.ndarray, labels: np.ndarray) -> float:
+        """``roc_auc(labels, x[index])`` for 0/1 ``labels`` (= ``y[index]``) holding both classes."""
+        groups = self.group[index]
+        totals = np.bincount(groups, minlength=self.size)
+        present = np.nonzero(totals)[0]
+        tps = np.cumsum(np.bincount(groups, weights=labels, minlength=self.size)[present], dtype=np.float64)
+        fps = np.cumsum(totals[present]).astype(np.float64) - tps
+        return _area(tps, fps)
 
 
 def _mean(values: Sequence[Fraction]) -> Fraction | None:

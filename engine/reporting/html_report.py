@@ -376,15 +376,19 @@ def render_report(store: EventStore, *, ruleset: RuleSet | None = None, by: str 
 
 def _run_pages(store: EventStore, run_ids: Sequence[str], ruleset: RuleSet) -> list[Any]:
     """Every run's page, the store read in a few set-based queries (run infos once, first events in
-    batches) and the rule set hashed once, not once per run."""
+    batches), the rule set hashed and its monitor compiled once, not once per run."""
+    from procgrade.rules.monitor import RunMonitor
+
     digest = ruleset_hash(ruleset)
+    monitor = RunMonitor(ruleset)
     infos = run_infos(store)
     pages = []
     for start in range(0, len(run_ids), _PAGES_BATCH):
         batch = run_ids[start:start + _PAGES_BATCH]
         streams = [stream for stream in (stored_stream_of(run_id, infos) for run_id in batch) if stream is not None]
         timelines = first_events(store, streams)
-        pages += [run_page(store, run_id, ruleset, digest=digest, infos=infos, timelines=timelines)
+        pages += [run_page(store, run_id, ruleset, digest=digest, infos=infos, timelines=timelines,
+                           monitor=monitor)
                   for run_id in batch]
     return pages
 

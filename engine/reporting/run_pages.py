@@ -119,13 +119,18 @@ def _stored_stream(store: EventStore, run_id: str) -> tuple[str, Any]:
         return stream, store.run(stream)  # neither: the "no run" error names the grades stream
 
 
-def _findings(store: EventStore, ruleset: RuleSet, run_id: str, info: Any,
-              digest: str | None) -> tuple[dict[str, list[Finding]], ScoreDocument]:
+def _findings(store: EventStore, ruleset: RuleSet, run_id: str, info: Any, digest: str | None,
+              monitor: RunMonitor | None = None) -> tuple[dict[str, list[Finding]], ScoreDocument]:
     """:func:`procgrade.engine.rescoring.run_findings` for a run whose info is read already, with the rule
-    set's hash computed once per report rather than once per run (it canonicalises every rule)."""
+    set's hash computed once per report rather than once per run (it canonicalises every rule), and
+    ``monitor`` (a :class:`RunMonitor` of ``ruleset``) reused: compiling the rules costs more than
+    monitoring a small run, so a report compiles them once and resets the monitor for each run."""
     if digest is None:
         return run_findings(store, ruleset, run_id)
-    monitor = RunMonitor(ruleset)
+    if monitor is None:
+        monitor = RunMonitor(ruleset)
+    else:
+        monitor.reset()
     for rows in ScoreStore(store).fact_batches(run_id):
         monitor.feed(rows)
     findings = monitor.finish()
@@ -175,16 +180,18 @@ def stored_stream_of(run_id: str, infos: dict[str, Any]) -> str | None:
 
 
 def run_page(store: EventStore, run_id: str, ruleset: RuleSet, *, digest: str | None = None,
-             infos: dict[str, Any] | None = None, timelines: dict[str, list[Any]] | None = None) -> RunPage:
+             infos: dict[str, Any] | None = None, timelines: dict[str, list[Any]] | None = None,
+             monitor: RunMonitor | None = None) -> RunPage:
     """A run's timeline and its findings under ``ruleset`` (computed from the log, as ``explain`` does).
     A caller making many pages passes what it read for all of them at once: ``digest``, the rule set's
-    hash; ``infos``, :func:`run_infos`; ``timelines``, :func:`first_events` of the stored streams."""
+    hash; ``infos``, :func:`run_infos`; ``timelines``, :func:`first_events` of the stored streams;
+    ``monitor``, one ``RunMonitor(ruleset)`` for every page (reset before each run; used with ``digest``)."""
     stored = stored_stream_of(run_id, infos) if infos is not None else None
     if stored is None:
         stored, info = _stored_stream(store, run_id)
     else:
         info = infos[stored]  # type: ignore[index]
-    findings, document = _findings(store, ruleset, stored, info, digest)
+    findings, document = _findings(store, ruleset, stored, info, digest, monitor)
     titles = {rule.id: rule.title for rule in ruleset.rules}
     violated = [f for rule in ruleset.rules for f in findings[rule.id] if f.verdict == "violated"]
     violations = tuple(Violation(f.rule, titles[f.rule], f.seq, f.stage, tuple(f.cited))
