@@ -113,8 +113,10 @@ class _Monitor:
         self.findings.clear()
         if self.tally is not None:
             self.tally.fulfilled = self.tally.vacuous = 0
-        for name in self._STATE:
-            state = getattr(self, name)
+        containers = self.__dict__.get("_containers")
+        if containers is None:  # the containers are never replaced: look them up once
+            containers = self._containers = tuple(getattr(self, name) for name in self._STATE)
+        for state in containers:
             if state:
                 state.clear()
         if not self.stage_scoped and "partitions" in self._STATE:
@@ -751,7 +753,8 @@ class RunMonitor:
         result: dict[str, list[Finding]] = {}
         for monitor in self.monitors:
             monitor.finish()
-            result[monitor.id] = sorted(monitor.findings, key=Finding.sort_key)
+            found = monitor.findings
+            result[monitor.id] = sorted(found, key=Finding.sort_key) if len(found) > 1 else found[:]
         return result
 
     def tallies(self) -> dict[str, Tally]:
