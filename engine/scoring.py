@@ -419,6 +419,7 @@ class RunScorer:
         values: list[Any] = [b""] * template.size
         counts = []
         add = counts.append
+        small = _SMALL_INTS
         try:
             for rule_id, weight, at_activations, at_fulfilled, at_violated, at_vacuous, at_score, at_violations, \
                     tally in self._plan:
@@ -426,22 +427,24 @@ class RunScorer:
                 fulfilled, vacuous, failed = tally.fulfilled, tally.vacuous, len(violated)
                 judged = fulfilled + failed
                 add((weight, fulfilled, judged))
-                values[at_activations] = _int_bytes(judged + vacuous)
-                values[at_fulfilled] = _int_bytes(fulfilled)
-                values[at_violated] = _int_bytes(failed)
-                values[at_vacuous] = _int_bytes(vacuous)
+                # counts are never negative; most are small enough for the table
+                values[at_activations] = small[judged + vacuous] if judged + vacuous < 4096 else _int_bytes(
+                    judged + vacuous)
+                values[at_fulfilled] = small[fulfilled] if fulfilled < 4096 else _int_bytes(fulfilled)
+                values[at_violated] = small[failed] if failed < 4096 else _int_bytes(failed)
+                values[at_vacuous] = small[vacuous] if vacuous < 4096 else _int_bytes(vacuous)
                 values[at_score] = _ratio_bytes(fulfilled, judged)
                 values[at_violations] = _dumps([{"seq": f.seq, "stage": f.stage, "cited": list(f.cited)}
                                                 for f in violated]) if violated else b"[]"
             subtotal = template.subtotal
             for where, members in template.subtotals:
                 values[where] = subtotal(tuple([counts[i] for i in members]))[1]
-            process, process_bytes = subtotal(tuple(counts))
+            process = _weighted_counts(counts)  # nearly every run has counts of its own: not remembered
             at_run_id, at_head, at_count, at_process, at_coverage = self._header_positions
             values[at_run_id] = _dumps(run_id)
             values[at_head] = _dumps(head_hash)
             values[at_count] = b"%d" % event_count
-            values[at_process] = process_bytes
+            values[at_process] = _dumps(rational(process))
             if at_coverage is not None:
                 applicable = judged_all = 0
                 for _, _, judged in counts:
