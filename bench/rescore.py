@@ -6,7 +6,10 @@ Run by hand: ``python bench/rescore.py [--events 1000000] [--runs 100] [--worker
 run on the same database:
 
 * the bare read: one query streaming the rules' typed columns (``FACT_ROW_COLUMNS``) of every run,
-  ordered by run and seq, fetched in batches and dropped: the least any re-score must read;
+  ordered by run and seq, fetched in batches and dropped: the least any re-score must read. It is
+  a fair floor: the re-score reads these same columns plus ``run_id`` (about 5% more read time on
+  SQLite), and the default rule set needs 18 of the 24 (reading NULL for the other six, stage,
+  cmd_hash, job_id and the test counts, saves 3-7%: not worth a query per rule set);
 * the monitor alone on rows already in memory (where the rest of the time goes);
 * the re-score: ``score_many`` as ``rescore --all`` runs it (run heads, batched fact reads, rule
   monitor, canonical documents, stored in batches by the one writer), on one core in this

@@ -29,7 +29,8 @@ from typing import Any
 
 from procgrade.engine.errors import InputError, ProcgradeError
 
-__all__ = ["Executor", "LocalExecutor", "RayExecutor", "make_executor", "EXECUTORS", "plan_chunks"]
+__all__ = ["Executor", "LocalExecutor", "RayExecutor", "make_executor", "EXECUTORS", "plan_chunks",
+           "WORKER_MIN_EVENTS", "worker_min_events"]
 
 EXECUTORS = ("local", "ray")
 #: Smallest work per task, in events: at ~200-500k events/s a task costs >= ~100 ms, so
@@ -38,7 +39,31 @@ MIN_TASK_EVENTS = 50_000
 #: Largest work per task (~1 s): the progress bar moves often and a lost task costs little.
 MAX_TASK_EVENTS = 250_000
 
+#: Least work, in events scored, for which a local pool's workers pay for their start-up. A spawned
+#: worker imports the scoring modules and opens the store before its first task: about 0.5 s of
+#: CPU each (0.35 s imports, 0.17 s the first open_store), and with the re-import of the driver's
+#: main module more. The second core saves half of ~5 us an event, so two workers break even near
+#: 200k events on an idle machine (and never on a loaded one: 200k events took 3.7 s wall with
+#: two workers, 2.4 s with one). Below this, ``--workers N`` scores in the calling process.
+WORKER_MIN_EVENTS = 500_000
+
 Task = tuple[Any, ...]
+
+
+def worker_min_events() -> int:
+    """:data:`WORKER_MIN_EVENTS`, or ``PROCGRADE_WORKER_MIN_EVENTS`` when set (tests that need
+    real workers on small inputs set it to 0)."""
+    given = os.environ.get("PROCGRADE_WORKER_MIN_EVENTS", "").strip()
+    if not given:
+        return WORKER_MIN_EVENTS
+    try:
+        value = int(given)
+    except ValueError:
+        raise InputError("environment", None, "PROCGRADE_WORKER_MIN_EVENTS",
+                         f"must be a whole number of events, got {given!r}") from None
+    if value < 0:
+        raise InputError("environment", None, "PROCGRADE_WORKER_MIN_EVENTS", f"must be at least 0, got {value}")
+    return value
 
 
 def plan_chunks(items: Sequence[Any], weights: Sequence[int], workers: int, *,
@@ -73,6 +98,11 @@ class Executor(ABC):
             on_done: Callable[[int], None] | None = None) -> Iterator[Any]:
         """``on_done(weight)`` is called in the driver as each task finishes (any order)."""
 
+    def for_events(self, events: int) -> "Executor":
+        """The executor to run ``events`` events' worth of work on: this one, or the calling
+        process when the work is too small to pay for starting workers (see :class:`LocalExecutor`)."""
+        return self
+
     def close(self) -> None:
         """Release the workers (idempotent)."""
 
@@ -91,6 +121,13 @@ class LocalExecutor(Executor):
             raise InputError("command line", None, "--workers", f"must be at least 1, got {workers}")
         self.workers = workers
         self._pool: Any = None
+
+    def for_events(self, events: int) -> Executor:
+        """Work under :func:`worker_min_events` events runs in this process: starting the pool
+        would cost more than the other cores save (a pool already started is used)."""
+        if self.workers > 1 and self._pool is None and events < worker_min_events():
+            return LocalExecutor(1)
+        return self
 
     def map(self, fn: Callable[..., Any], tasks: Sequence[Task], *, weights: Sequence[int] | None = None,
             on_done: Callable[[int], None] | None = None) -> Iterator[Any]:

@@ -176,6 +176,7 @@ def score_many(store: EventStore, run_ids: Sequence[str] | None, ruleset: RuleSe
     weights = [max(1, count) for _, _, count in heads]
     if on_plan is not None:
         on_plan(len(heads), sum(count for _, _, count in heads))
+    executor = executor.for_events(sum(weights))
     chunks = plan_chunks(heads, weights, executor.workers)
     tasks = [(source, body, chunk) for chunk in chunks]
     chunk_weights = [sum(max(1, count) for _, _, count in chunk) for chunk in chunks]
@@ -270,6 +271,7 @@ def verify_many(store: EventStore, run_ids: Sequence[str] | None = None, *, exec
         todo.append((i, score))
     source = FactSource("archive", archive) if archive else store_source(store)
     weights = [max(1, s.run_event_count) for _, s in todo]
+    executor = executor.for_events(sum(weights))
     chunks = plan_chunks(todo, weights, executor.workers)
     tasks = [(source, {s.ruleset_hash: bodies[s.ruleset_hash] for _, s in chunk},
               [(s.run_id, s.ruleset_hash, s.run_event_count) for _, s in chunk]) for chunk in chunks]
@@ -300,9 +302,11 @@ def verify_archive_many(location: str, run_ids: Sequence[str] | None = None, *, 
     if on_plan is not None:
         on_plan(len(runs), sum(run.event_count for run in runs))
     weights = [max(1, run.event_count) for run in runs]
-    # Verification rebuilds each event (~20x the cost of scoring it): smaller chunks do as well.
+    # Verification rebuilds each event (~20x the cost of scoring it): smaller chunks do as well,
+    # and workers pay for less work (counted as ten times its events, as the chunks are).
     from procgrade.engine import executors
 
+    executor = executor.for_events(10 * sum(weights))
     chunks = plan_chunks([run.run_id for run in runs], weights, executor.workers,
                          min_weight=max(1, executors.MIN_TASK_EVENTS // 10))
     chunk_weights = [sum(max(1, archive.run(r).event_count) for r in chunk) for chunk in chunks]

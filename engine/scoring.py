@@ -359,6 +359,14 @@ def _dumps(value: Any) -> bytes:
     return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
 
 
+#: The decimal bytes of the small counts most documents hold.
+_SMALL_INTS = tuple(b"%d" % n for n in range(4096))
+
+
+def _int_bytes(value: int) -> bytes:
+    return _SMALL_INTS[value] if 0 <= value < 4096 else b"%d" % value
+
+
 _RATIOS: dict[tuple[int, int], bytes] = {}
 
 
@@ -388,6 +396,15 @@ class RunScorer:
         by_id = {monitor.id: monitor.tally for monitor in self._monitor.monitors}
         #: each rule's tally (zeroed, never replaced, between runs) in the document's rule order
         self._tallies = [by_id[rule_id] for rule_id, _, _ in self._template.layout.rules]
+        template = self._template
+        #: per rule, in document order: (id, weight, its six slots, its tally), unpacked once a run
+        self._plan = [(rule_id, weight, *where, tally) for (rule_id, weight, _), where, tally
+                      in zip(template.layout.rules, template.rule_positions, self._tallies)]
+        position = template.position
+        self._header_positions = (
+            position["run_id"], position["run_head_hash"], position["run_event_count"], position["process_score"],
+            (position["rules_applicable"], position["judged_activations"], position["model_events"])
+            if template.layout.coverage else None)
 
     def canonical(self, batches: Iterable[Iterable[tuple[Any, ...]]], *, run_id: str, head_hash: str,
                   event_count: int) -> tuple[bytes, Fraction | None]:
@@ -401,33 +418,42 @@ class RunScorer:
         template = self._template
         values: list[Any] = [b""] * template.size
         counts = []
+        add = counts.append
+        small = _SMALL_INTS
         try:
-            for (rule_id, weight, _), where, tally in zip(template.layout.rules, template.rule_positions,
-                                                          self._tallies):
+            for rule_id, weight, at_activations, at_fulfilled, at_violated, at_vacuous, at_score, at_violations, \
+                    tally in self._plan:
                 violated = findings[rule_id]
                 fulfilled, vacuous, failed = tally.fulfilled, tally.vacuous, len(violated)
                 judged = fulfilled + failed
-                counts.append((weight, fulfilled, judged))
-                values[where[0]] = b"%d" % (judged + vacuous)
-                values[where[1]] = b"%d" % fulfilled
-                values[where[2]] = b"%d" % failed
-                values[where[3]] = b"%d" % vacuous
-                values[where[4]] = _ratio_bytes(fulfilled, judged)
-                values[where[5]] = _dumps([{"seq": f.seq, "stage": f.stage, "cited": list(f.cited)}
-                                           for f in violated]) if violated else b"[]"
+                add((weight, fulfilled, judged))
+                # counts are never negative; most are small enough for the table
+                values[at_activations] = small[judged + vacuous] if judged + vacuous < 4096 else _int_bytes(
+                    judged + vacuous)
+                values[at_fulfilled] = small[fulfilled] if fulfilled < 4096 else _int_bytes(fulfilled)
+                values[at_violated] = small[failed] if failed < 4096 else _int_bytes(failed)
+                values[at_vacuous] = small[vacuous] if vacuous < 4096 else _int_bytes(vacuous)
+                values[at_score] = _ratio_bytes(fulfilled, judged)
+                values[at_violations] = _dumps([{"seq": f.seq, "stage": f.stage, "cited": list(f.cited)}
+                                                for f in violated]) if violated else b"[]"
             subtotal = template.subtotal
             for where, members in template.subtotals:
                 values[where] = subtotal(tuple([counts[i] for i in members]))[1]
-            process = _weighted_counts(counts)
-            position = template.position
-            values[position["run_id"]] = _dumps(run_id)
-            values[position["run_head_hash"]] = _dumps(head_hash)
-            values[position["run_event_count"]] = b"%d" % event_count
-            values[position["process_score"]] = _dumps(rational(process))
-            if template.layout.coverage:
-                values[position["rules_applicable"]] = b"%d" % sum(1 for _, _, judged in counts if judged)
-                values[position["judged_activations"]] = b"%d" % sum(judged for _, _, judged in counts)
-                values[position["model_events"]] = b"%d" % monitor.model_events
+            process = _weighted_counts(counts)  # nearly every run has counts of its own: not remembered
+            at_run_id, at_head, at_count, at_process, at_coverage = self._header_positions
+            values[at_run_id] = _dumps(run_id)
+            values[at_head] = _dumps(head_hash)
+            values[at_count] = b"%d" % event_count
+            values[at_process] = _dumps(rational(process))
+            if at_coverage is not None:
+                applicable = judged_all = 0
+                for _, _, judged in counts:
+                    if judged:
+                        applicable += 1
+                        judged_all += judged
+                values[at_coverage[0]] = _int_bytes(applicable)
+                values[at_coverage[1]] = _int_bytes(judged_all)
+                values[at_coverage[2]] = b"%d" % monitor.model_events
         except orjson.JSONEncodeError:  # an integer beyond 64 bits: the reference path
             document = score_document(self.ruleset, findings, run_id=run_id, head_hash=head_hash,
                                       event_count=event_count, ruleset_digest=self.digest,

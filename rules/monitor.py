@@ -113,8 +113,10 @@ class _Monitor:
         self.findings.clear()
         if self.tally is not None:
             self.tally.fulfilled = self.tally.vacuous = 0
-        for name in self._STATE:
-            state = getattr(self, name)
+        containers = self.__dict__.get("_containers")
+        if containers is None:  # the containers are never replaced: look them up once
+            containers = self._containers = tuple(getattr(self, name) for name in self._STATE)
+        for state in containers:
             if state:
                 state.clear()
         if not self.stage_scoped and "partitions" in self._STATE:
@@ -158,7 +160,7 @@ class _Monitor:
         if handler is not None:
             handler(row)
 
-    def handler(self, kind: str) -> Any:
+    def handler(self, kind: str, actor: str | None = None) -> Any:
         """The function that feeds rows of ``kind`` to this rule, or None when it ignores them.
 
         Templates on the hot path build it with their role tests resolved for the kind
@@ -200,13 +202,13 @@ class _Count(_Monitor):
     def kinds(self) -> set[str]:
         return {_ALL} if (self.stage_scoped or self.guard_any_model) else self._kinds
 
-    def handler(self, kind: str) -> Any:
+    def handler(self, kind: str, actor: str | None = None) -> Any:
         """Scope ``run`` under a :class:`RunMonitor`: only the kinds the rule or its guard name
         (the one partition always exists; "any model event" is the run's count of them)."""
         if self.stage_scoped or self.owner is None:
-            return super().handler(kind)
-        match = self.match.for_kind(kind)
-        guard = None if self.guard is None else self.guard.for_kind(kind)
+            return super().handler(kind, actor)
+        match = self.match.for_kind(kind, actor)
+        guard = None if self.guard is None else self.guard.for_kind(kind, actor)
         if match is None and guard is None:
             return None
         matched, applicable = self.matched, self.applicable
@@ -302,8 +304,8 @@ class _Precedence(_Keyed):
         self.judged: set[tuple[Any, Any]] = set()
 
 
-    def handler(self, kind: str) -> Any:
-        act, tgt = self.activation.for_kind(kind), self.target.for_kind(kind)
+    def handler(self, kind: str, actor: str | None = None) -> Any:
+        act, tgt = self.activation.for_kind(kind, actor), self.target.for_kind(kind, actor)
         if act is None and tgt is None:
             return None
         stage_scoped, a_key, target_keys, t_single = self.stage_scoped, self.a_key, self.target_keys, self.t_single
@@ -347,8 +349,8 @@ class _PrecedenceSince(_Keyed):
         self.last_reset: dict[tuple[Any, Any], int] = {}
 
 
-    def handler(self, kind: str) -> Any:
-        act, tgt, rst = self.activation.for_kind(kind), self.target.for_kind(kind), self.reset.for_kind(kind)
+    def handler(self, kind: str, actor: str | None = None) -> Any:
+        act, tgt, rst = self.activation.for_kind(kind, actor), self.target.for_kind(kind, actor), self.reset.for_kind(kind, actor)
         if act is None and tgt is None and rst is None:
             return None
         stage_scoped, a_key, target_keys, r_key = self.stage_scoped, self.a_key, self.target_keys, self.r_key
@@ -404,9 +406,9 @@ class _Response(_Keyed):
         self.pending_by_part: dict[Any, set[tuple[Any, Any]]] = {}
 
 
-    def handler(self, kind: str) -> Any:
-        act, tgt = self.activation.for_kind(kind), self.target.for_kind(kind)
-        ddl = self.deadline.for_kind(kind)
+    def handler(self, kind: str, actor: str | None = None) -> Any:
+        act, tgt = self.activation.for_kind(kind, actor), self.target.for_kind(kind, actor)
+        ddl = self.deadline.for_kind(kind, actor)
         if act is None and tgt is None and ddl is None:
             return None
         stage_scoped, a_key, within, emit = self.stage_scoped, self.a_key, self.within, self.emit
@@ -520,8 +522,8 @@ class _NoRepeat(_Monitor):
         self.last_reset: dict[Any, int] = {}
 
 
-    def handler(self, kind: str) -> Any:
-        act, rst = self.activation.for_kind(kind), self.reset.for_kind(kind)
+    def handler(self, kind: str, actor: str | None = None) -> Any:
+        act, rst = self.activation.for_kind(kind, actor), self.reset.for_kind(kind, actor)
         if act is None and rst is None:
             return None
         stage_scoped, key_index, emit, last, last_reset = (
@@ -593,8 +595,8 @@ class _Satisfies(_Monitor):
         self.require = compile_any(as_list(rule.require), "any")
 
 
-    def handler(self, kind: str) -> Any:
-        act = self.activation.for_kind(kind)
+    def handler(self, kind: str, actor: str | None = None) -> Any:
+        act = self.activation.for_kind(kind, actor)
         if act is None:
             return None
         require, stage_scoped, emit = self.require, self.stage_scoped, self.emit
@@ -627,12 +629,12 @@ class _Distinct(_Monitor):
     def kinds(self) -> set[str]:
         return {_ALL}
 
-    def handler(self, kind: str) -> Any:
+    def handler(self, kind: str, actor: str | None = None) -> Any:
         """Scope ``run`` under a :class:`RunMonitor`: only matching kinds; an event's rank among
         the model's events is the run's count of them so far (this event included)."""
         if self.stage_scoped or self.owner is None:
-            return super().handler(kind)
-        match = self.match.for_kind(kind)
+            return super().handler(kind, actor)
+        match = self.match.for_kind(kind, actor)
         if match is None:
             return None
         owner, key_index, matched = self.owner, self.key_index, self.matched
@@ -697,12 +699,14 @@ class RunMonitor:
         self.monitors = [_monitor_for(rule, ruleset.semantics) for rule in ruleset.rules]
         #: Events by the model's own actors (``agent``, ``subagent:<id>``) fed so far.
         self.model_events = 0
-        self._is_model: dict[str, bool] = {}
         for monitor in self.monitors:
             monitor.owner = self
             if not detail:
                 monitor.count_only()
-        self._dispatch: dict[str, tuple[Any, ...]] = {}
+        #: actor -> (is a model actor, kind -> the rules' handlers for rows of that actor and kind);
+        #: the tables are shared by actors of one class (``subagent:a`` and ``subagent:b``)
+        self._dispatch: dict[str, tuple[bool, dict[str, tuple[Any, ...]]]] = {}
+        self._by_class: dict[str, tuple[bool, dict[str, tuple[Any, ...]]]] = {}
 
     def reset(self) -> None:
         """Forget the run fed so far (findings, tallies, every rule's state)."""
@@ -710,24 +714,37 @@ class RunMonitor:
         for monitor in self.monitors:
             monitor.clear()
 
-    def _handlers(self, kind: str) -> tuple[Any, ...]:
-        """The rules' handlers for ``kind``, in rule-set order (built once per kind)."""
-        handlers = tuple(h for h in (m.handler(kind) for m in self.monitors) if h is not None)
-        self._dispatch[kind] = handlers
+    def _actor(self, actor: str) -> tuple[bool, dict[str, tuple[Any, ...]]]:
+        """The dispatch entry of ``actor``: what a predicate tests of an actor is its class (the
+        part before ``:``), so actors of one class share one table of handlers."""
+        base = actor.split(":", 1)[0]
+        entry = self._by_class.get(base)
+        if entry is None:
+            entry = self._by_class[base] = (actor_matches(actor, ("model",)), {})
+        if len(self._dispatch) >= 10_000:  # many distinct sub-agent ids: the tables stay
+            self._dispatch.clear()
+        self._dispatch[actor] = entry
+        return entry
+
+    def _handlers(self, kind: str, actor: str, table: dict[str, tuple[Any, ...]]) -> tuple[Any, ...]:
+        """The rules' handlers for rows of ``kind`` by ``actor``'s class, in rule-set order
+        (built once per kind and class, each with its predicates' actor tests resolved)."""
+        handlers = tuple(h for h in (m.handler(kind, actor) for m in self.monitors) if h is not None)
+        table[kind] = handlers
         return handlers
 
     def feed(self, rows: Iterable[tuple[Any, ...]]) -> None:
-        dispatch, is_model = self._dispatch, self._is_model
+        dispatch = self._dispatch
         for row in rows:
-            actor = row[2]
-            model = is_model.get(actor)
-            if model is None:
-                model = is_model[actor] = actor_matches(actor, ("model",))
+            entry = dispatch.get(row[2])
+            if entry is None:
+                entry = self._actor(row[2])
+            model, table = entry
             if model:
                 self.model_events += 1
-            handlers = dispatch.get(row[1])
+            handlers = table.get(row[1])
             if handlers is None:
-                handlers = self._handlers(row[1])
+                handlers = self._handlers(row[1], row[2], table)
             for handler in handlers:
                 handler(row)
 
@@ -736,7 +753,8 @@ class RunMonitor:
         result: dict[str, list[Finding]] = {}
         for monitor in self.monitors:
             monitor.finish()
-            result[monitor.id] = sorted(monitor.findings, key=Finding.sort_key)
+            found = monitor.findings
+            result[monitor.id] = sorted(found, key=Finding.sort_key) if len(found) > 1 else found[:]
         return result
 
     def tallies(self) -> dict[str, Tally]:

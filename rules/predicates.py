@@ -120,7 +120,7 @@ class Matcher:
     predicates that name its kind; :meth:`for_kind` resolves that grouping ahead of
     time for monitors that dispatch on kind themselves."""
 
-    __slots__ = ("table",)
+    __slots__ = ("table", "entries")
 
     def __init__(self, predicates: list[Predicate], default_actor: str) -> None:
         by_kind: dict[str, list[_Entry]] = {}
@@ -128,11 +128,27 @@ class Matcher:
             entry = _Entry(predicate.actors(default_actor), _conditions(predicate))
             for kind in predicate.kinds():
                 by_kind.setdefault(kind, []).append(entry)
+        self.entries = by_kind
         self.table: dict[str, Any] = {kind: _merge(entries) for kind, entries in by_kind.items()}
 
-    def for_kind(self, kind: str) -> Any:
-        """None (never matches this kind), True (always does), or a row check for the rest."""
-        return self.table.get(kind)
+    def for_kind(self, kind: str, actor: str | None = None) -> Any:
+        """None (never matches this kind), True (always does), or a row check for the rest; given
+        the row's ``actor`` too, with the actor tests already decided (the check left reads
+        columns only; it holds for rows of that kind by any actor of the same class)."""
+        if actor is None:
+            return self.table.get(kind)
+        kept = [entry.checks for entry in self.entries.get(kind, ()) if actor_matches(actor, entry.actors)]
+        if not kept:
+            return None
+        if any(not checks for checks in kept):
+            return True
+        tests = tuple(checks[0] if len(checks) == 1 else _all_of(checks) for checks in kept)
+        if len(tests) == 1:
+            return tests[0]
+        if len(tests) == 2:
+            first, second = tests
+            return lambda row: first(row) or second(row)
+        return lambda row: any(test(row) for test in tests)
 
     def kinds(self) -> set[str]:
         return set(self.table)
@@ -140,6 +156,20 @@ class Matcher:
     def __call__(self, row: tuple[Any, ...]) -> bool:
         test = self.table.get(row[KIND])
         return test is not None and (test is True or test(row))
+
+
+def _all_of(checks: tuple[RowCheck, ...]) -> RowCheck:
+    if len(checks) == 2:
+        first, second = checks
+        return lambda row: first(row) and second(row)
+
+    def test(row: tuple[Any, ...]) -> bool:
+        for check in checks:
+            if not check(row):
+                return False
+        return True
+
+    return test
 
 
 def _merge(entries: list[_Entry]) -> Any:

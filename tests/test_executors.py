@@ -3,6 +3,7 @@ in, progress told as tasks finish, and command-line mistakes as located errors."
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 
@@ -10,6 +11,8 @@ import pytest
 
 from procgrade.engine.errors import InputError
 from procgrade.engine.executors import MAX_TASK_EVENTS, MIN_TASK_EVENTS, LocalExecutor, make_executor, plan_chunks
+
+EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "native" / "todo-app-run.jsonl"
 
 
 def test_chunks_keep_order_and_sit_between_the_bounds() -> None:
@@ -61,3 +64,44 @@ def test_command_line_mistakes_are_located_errors() -> None:
         make_executor("local", address="auto")
     with pytest.raises(InputError, match="--workers"):
         make_executor("local", workers=0)
+
+
+def test_small_work_never_starts_workers(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Work below the start-up threshold runs in the calling process; at or above it (or with the
+    threshold lowered through the environment) the pool is used."""
+    from procgrade.engine.executors import WORKER_MIN_EVENTS
+
+    monkeypatch.delenv("PROCGRADE_WORKER_MIN_EVENTS", raising=False)
+    with LocalExecutor(2) as executor:
+        small = executor.for_events(WORKER_MIN_EVENTS - 1)
+        assert small is not executor and small.workers == 1
+        assert list(small.map(os.getpid, [(), ()])) == [os.getpid()] * 2
+        assert executor._pool is None
+        assert executor.for_events(WORKER_MIN_EVENTS) is executor
+        monkeypatch.setenv("PROCGRADE_WORKER_MIN_EVENTS", "0")
+        assert executor.for_events(1) is executor
+    assert LocalExecutor(1).for_events(10**9).workers == 1
+
+
+@pytest.mark.parametrize("value", ["many", "-1"])
+def test_worker_threshold_from_the_environment_is_checked(monkeypatch: pytest.MonkeyPatch, value: str) -> None:
+    monkeypatch.setenv("PROCGRADE_WORKER_MIN_EVENTS", value)
+    with pytest.raises(InputError, match="PROCGRADE_WORKER_MIN_EVENTS"):
+        LocalExecutor(2).for_events(1)
+
+
+def test_score_many_on_a_small_store_starts_no_pool(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from procgrade.engine.ingest import ingest_native
+    from procgrade.engine.parallel_scoring import score_many
+    from procgrade.engine.store import open_store
+    from procgrade.rules.loading import load_ruleset
+
+    monkeypatch.delenv("PROCGRADE_WORKER_MIN_EVENTS", raising=False)
+    store = open_store(f"sqlite:///{tmp_path}/s.db", create=True)
+    try:
+        ingest_native(store, [EXAMPLE])
+        with LocalExecutor(2) as executor:
+            outcomes = score_many(store, None, load_ruleset(), executor=executor)
+            assert outcomes and executor._pool is None
+    finally:
+        store.close()

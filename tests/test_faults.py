@@ -103,9 +103,11 @@ def test_kill_9_during_ingest_leaves_nothing_partial(store_url: str, big_source:
 
 
 @pytest.fixture
-def workers_source(tmp_path: Path) -> tuple[Path, list[str]]:
+def workers_source(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, list[str]]:
     """Runs big enough that the local executor splits them into several tasks of at least
-    MIN_TASK_EVENTS events, so ``rescore --workers 2`` really starts worker processes."""
+    MIN_TASK_EVENTS events, so ``rescore --workers 2`` really starts worker processes (the
+    start-up threshold, PROCGRADE_WORKER_MIN_EVENTS, lowered to let it on this little work)."""
+    monkeypatch.setenv("PROCGRADE_WORKER_MIN_EVENTS", "0")
     runs = [f"w{i}" for i in range(6)]
     per_run = MIN_TASK_EVENTS // 4
     events = []

@@ -139,3 +139,10 @@ def test_reused_monitor_forgets_the_run_before(ruleset_path: Path | None) -> Non
         fresh.feed(rows)
         assert reused.finish() == fresh.finish(), path
         assert reused.model_events == fresh.model_events
+
+
+def test_count_bytes_of_the_template_agree_with_formatting_at_the_table_boundaries() -> None:
+    from procgrade.engine.scoring import _int_bytes
+
+    for value in (-1, 0, 1, 4095, 4096, 10**20):
+        assert _int_bytes(value) == str(value).encode()
