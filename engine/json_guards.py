@@ -129,6 +129,12 @@ _QUOTE_SPACED = re.compile(rb'"[ \t\r\n]+:')
 _QUOTE_SPACED_TEXT = re.compile(r'"[ \t\r\n]+:')
 
 
+# ``":`` after k or more backslashes, k = 0..7: counted as a literal ``re`` search's matches, which
+# is faster than ``bytes.count`` on JSON text (whose skip table stalls on its frequent quotes).
+_KEY_END_RUNS = tuple(re.compile(re.escape(b"\\" * k + b'":')).findall for k in range(8))
+_KEY_END_RUNS_TEXT = tuple(re.compile(re.escape("\\" * k + '":')).findall for k in range(8))
+
+
 def key_endings(data: bytes | str) -> int:
     """How many keys ``data`` (valid JSON) holds, from its text: every ``":`` whose quote ends a
     string, i.e. follows an even run of backslashes (``\\":`` inside a string follows an odd
@@ -136,14 +142,18 @@ def key_endings(data: bytes | str) -> int:
     after an even run number c(0) - c(1) + c(2) - ...; a quote, blanks, then a colon is rare
     (indented JSON has no blank before its colons) and counted by a regex only when present."""
     text = isinstance(data, str)
-    colon, backslash = ('":', "\\") if text else (b'":', b"\\")
-    endings, sign, needle = 0, 1, colon
-    while True:
-        found = data.count(needle)  # type: ignore[arg-type]
+    endings, sign = 0, 1
+    for finder in _KEY_END_RUNS_TEXT if text else _KEY_END_RUNS:
+        found = len(finder(data))  # type: ignore[arg-type]
         if not found:
             break
         endings += sign * found
-        sign, needle = -sign, backslash + needle
+        sign = -sign
+    else:  # a run longer than the table: count on, one backslash more each time
+        needle = ('\\' if text else b'\\') * len(_KEY_END_RUNS) + ('":' if text else b'":')
+        while found := data.count(needle):  # type: ignore[arg-type]
+            endings += sign * found
+            sign, needle = -sign, needle[:1] + needle
     if (_QUOTE_SPACED_TEXT if text else _QUOTE_SPACED).search(data) is not None:  # type: ignore[arg-type]
         endings += len((_KEY_END_SPACED_TEXT if text else _KEY_END_SPACED).findall(data))  # type: ignore[arg-type]
     return endings
