@@ -584,3 +584,51 @@ def _until_error(runs: Any) -> Any:
         assert "samples/9_epoch_1.json" in str(exc)
     else:
         raise AssertionError("the corrupt member was read without an error")
+
+
+def _zstd_eval(target: Path, monkeypatch: Any, *, damage: str | None = None) -> Path:
+    """popularity.eval with every member compressed with Zstandard, as inspect-ai writes it (its
+    big members in several frames: here each member in two); ``damage`` flips a byte of that member."""
+    import zstandard
+
+    class TwoFrames:  # zipfile's compressor interface: compress() then flush()
+        def __init__(self) -> None:
+            self.data = b""
+
+        def compress(self, data: bytes) -> bytes:
+            self.data += data
+            return b""
+
+        def flush(self) -> bytes:
+            half = len(self.data) // 2
+            return b"".join(zstandard.ZstdCompressor().compress(part) for part in (self.data[:half], self.data[half:]))
+
+    monkeypatch.setattr(zipfile, "_check_compression", lambda method: None)
+    monkeypatch.setattr(zipfile, "_get_compressor", lambda method, level=None: TwoFrames())
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(POPULARITY) as source, zipfile.ZipFile(target, "w") as out:
+        for info in source.infolist():
+            data = source.read(info)
+            out.writestr(zipfile.ZipInfo(info.filename, info.date_time), data, compress_type=93)
+    monkeypatch.undo()
+    if damage is not None:
+        _corrupt_member(target, damage)
+    return target
+
+
+def test_an_eval_archive_compressed_with_zstandard_reads_as_the_deflated_one(store: Any, tmp_path: Path,
+                                                                             monkeypatch: Any) -> None:
+    """inspect-ai writes ``.eval`` members with Zstandard (zip method 93), which Python's zipfile
+    reads only from 3.14: the same runs and events as the deflated archive; a damaged member is
+    refused by name."""
+    zstd = _zstd_eval(tmp_path / "zstd" / "popularity.eval", monkeypatch)
+    with zipfile.ZipFile(zstd) as archive:
+        assert {info.compress_type for info in archive.infolist()} == {93}
+    deflated = rewrite_eval(tmp_path / "deflated" / "popularity.eval", {})
+    got, want = read_runs(zstd), read_runs(deflated)
+    assert [run.run_id for run in got] == [run.run_id for run in want] and len(got) == 10
+    assert [[e.model_dump() for e in run.events] for run in got] == [[e.model_dump() for e in run.events] for run in want]
+
+    damaged = _zstd_eval(tmp_path / "damaged" / "popularity.eval", monkeypatch, damage="samples/4_epoch_1.json")
+    error = assert_rejected(store, damaged, where=f"{damaged}!samples/4_epoch_1.json", field=None)
+    assert "unreadable archive member" in str(error)
