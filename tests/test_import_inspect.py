@@ -539,3 +539,96 @@ def test_sample_without_events_and_with_a_limit(tmp_path: Path) -> None:
     assert run.events[2].text == "Fix the failing test in a.py." and cited(run.events[2]) == ["samples[0].messages[1]"]
     assert (run.events[5].status, run.events[5].reason) == ("timeout", "time limit exceeded (limit 600)")
     assert (run.events[6].value, run.events[6].reward) == ("1", "1")
+
+
+def _corrupt_member(path: Path, member: str) -> None:
+    """Flip a byte of ``member``'s compressed data: it no longer decompresses (or fails its CRC)."""
+    with zipfile.ZipFile(path) as archive:
+        info = archive.getinfo(member)
+    data = bytearray(path.read_bytes())
+    name_length, extra_length = int.from_bytes(data[info.header_offset + 26:info.header_offset + 28], "little"), \
+        int.from_bytes(data[info.header_offset + 28:info.header_offset + 30], "little")
+    start = info.header_offset + 30 + name_length + extra_length
+    data[start + info.compress_size // 2] ^= 0xFF
+    path.write_bytes(bytes(data))
+
+
+def test_an_eval_archive_is_read_one_sample_member_at_a_time(store: Any, tmp_path: Path) -> None:
+    """Each sample member is decompressed when its run is read and let go after (memory holds one
+    sample, not the archive decompressed); a member that does not decompress is reported, by name,
+    when its turn comes, and nothing is stored."""
+    from procgrade.engine.importers import get_importer
+    from procgrade.engine.importers.base import Unit
+    from procgrade.engine.importers.source_tree import open_tree
+
+    path = rewrite_eval(tmp_path / "late" / "popularity.eval", {})
+    _corrupt_member(path, "samples/9_epoch_1.json")
+    tree = open_tree(path)
+    runs = get_importer("inspect").iter_runs(tree, Unit("popularity.eval"))
+    first = next(runs)
+    assert first.run_id.endswith("/1_epoch_1")
+    assert first.tree is not None and first.tree.read_bytes("samples/1_epoch_1.json") == b""  # let go
+    assert first.tree.read_bytes("samples/2_epoch_1.json") == b""  # not read yet
+    seen = [first.run_id] + [run.run_id for run in _until_error(runs)]
+    assert [run_id.rsplit("/", 1)[1] for run_id in seen] == [f"{n}_epoch_1" for n in range(1, 9)]
+    error = assert_rejected(store, path, where=f"{path}!samples/9_epoch_1.json", field=None)
+    assert "unreadable archive member" in str(error)
+
+
+def _until_error(runs: Any) -> Any:
+    from procgrade.engine.errors import InputError
+
+    try:
+        yield from runs
+    except InputError as exc:
+        assert "samples/9_epoch_1.json" in str(exc)
+    else:
+        raise AssertionError("the corrupt member was read without an error")
+
+
+def _zstd_eval(target: Path, monkeypatch: Any, *, damage: str | None = None) -> Path:
+    """popularity.eval with every member compressed with Zstandard, as inspect-ai writes it (its
+    big members in several frames: here each member in two); ``damage`` flips a byte of that member."""
+    import zstandard
+
+    class TwoFrames:  # zipfile's compressor interface: compress() then flush()
+        def __init__(self) -> None:
+            self.data = b""
+
+        def compress(self, data: bytes) -> bytes:
+            self.data += data
+            return b""
+
+        def flush(self) -> bytes:
+            half = len(self.data) // 2
+            return b"".join(zstandard.ZstdCompressor().compress(part) for part in (self.data[:half], self.data[half:]))
+
+    monkeypatch.setattr(zipfile, "_check_compression", lambda method: None)
+    monkeypatch.setattr(zipfile, "_get_compressor", lambda method, level=None: TwoFrames())
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(POPULARITY) as source, zipfile.ZipFile(target, "w") as out:
+        for info in source.infolist():
+            data = source.read(info)
+            out.writestr(zipfile.ZipInfo(info.filename, info.date_time), data, compress_type=93)
+    monkeypatch.undo()
+    if damage is not None:
+        _corrupt_member(target, damage)
+    return target
+
+
+def test_an_eval_archive_compressed_with_zstandard_reads_as_the_deflated_one(store: Any, tmp_path: Path,
+                                                                             monkeypatch: Any) -> None:
+    """inspect-ai writes ``.eval`` members with Zstandard (zip method 93), which Python's zipfile
+    reads only from 3.14: the same runs and events as the deflated archive; a damaged member is
+    refused by name."""
+    zstd = _zstd_eval(tmp_path / "zstd" / "popularity.eval", monkeypatch)
+    with zipfile.ZipFile(zstd) as archive:
+        assert {info.compress_type for info in archive.infolist()} == {93}
+    deflated = rewrite_eval(tmp_path / "deflated" / "popularity.eval", {})
+    got, want = read_runs(zstd), read_runs(deflated)
+    assert [run.run_id for run in got] == [run.run_id for run in want] and len(got) == 10
+    assert [[e.model_dump() for e in run.events] for run in got] == [[e.model_dump() for e in run.events] for run in want]
+
+    damaged = _zstd_eval(tmp_path / "damaged" / "popularity.eval", monkeypatch, damage="samples/4_epoch_1.json")
+    error = assert_rejected(store, damaged, where=f"{damaged}!samples/4_epoch_1.json", field=None)
+    assert "unreadable archive member" in str(error)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from procgrade.engine.errors import InputError
+from procgrade.engine.json_guards import key_endings
 from procgrade.engine.importers import get_importer, plan_imports
 from procgrade.engine.importers.json_items import split_array
 from procgrade.engine.importers.source_tree import DuplicateKey, SourceTree, TooDeep, _exact_json, open_tree, strict_json
@@ -203,6 +205,27 @@ def test_strict_json_refuses_every_repeated_key(text: str, key: str) -> None:
 @pytest.mark.parametrize("text", ['{"a": "\\":", "b": "x\\\\", "c": {"\\"": 1}}', '{"a\\"b": 1, "c": "d"}'])
 def test_escaped_quotes_before_colons_are_not_counted_as_keys(text: str) -> None:
     assert strict_json(text) == json.loads(text)
+
+
+def _key_endings_by_count(data: bytes | str) -> int:
+    """The reference count: ``":`` after k or more backslashes by ``count``, alternating signs."""
+    colon, backslash = ('":', "\\") if isinstance(data, str) else (b'":', b"\\")
+    endings, sign, needle = 0, 1, colon
+    while found := data.count(needle):  # type: ignore[arg-type]
+        endings, sign, needle = endings + sign * found, -sign, backslash + needle
+    return endings
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(['"', ":", "\\", "a", " ", '":', '\\":', "\\" * 9 + '":']), max_size=40),
+       st.booleans())
+def test_key_endings_counts_as_the_backslash_parity_rule_does(pieces: list[str], as_bytes: bool) -> None:
+    # any text (not only JSON): the literal-search counts equal the plain ``count`` ones, runs of
+    # backslashes longer than the table of searches included
+    text = "".join(pieces)
+    data: bytes | str = text.encode() if as_bytes else text
+    want = _key_endings_by_count(data) + len(re.findall(r'(?<!\\)(?:\\\\)*"[ \t\r\n]+:', text))
+    assert key_endings(data) == want
 
 
 def test_strict_json_keeps_big_integers_exact_and_refuses_what_is_not_json() -> None:

@@ -136,7 +136,7 @@ class InspectImporter(Importer):
 
     def iter_runs(self, tree: SourceTree, unit: Unit) -> Iterator[ImportedRun]:
         if unit.primary.lower().endswith(".eval"):
-            return iter(self._read_eval(tree, unit))
+            return self._read_eval(tree, unit)
         return self._read_json(tree, unit)
 
     # --- containers ----------------------------------------------------------------------------
@@ -183,37 +183,100 @@ class InspectImporter(Importer):
         for i in range(first, len(samples)):
             yield _SampleReader(self, tree, unit, rel, header, rel, f"samples[{i}]", samples[i]).read()
 
-    def _read_eval(self, tree: SourceTree, unit: Unit) -> list[ImportedRun]:
+    def _read_eval(self, tree: SourceTree, unit: Unit) -> Iterator[ImportedRun]:
+        """One run per sample member, each decompressed and parsed when its run is read and
+        let go after: memory holds the compressed archive and one sample, not every member
+        decompressed. The other members are read first, as they always were (a bad one is
+        reported before any run); a bad sample member is reported when its turn comes."""
         rel = unit.primary
         label = tree.label(rel)
+        raw = tree.read_bytes(rel)
         try:
-            archive = zipfile.ZipFile(io.BytesIO(tree.read_bytes(rel)))
+            archive = zipfile.ZipFile(io.BytesIO(raw))
         except (zipfile.BadZipFile, zlib.error, EOFError, OSError, ValueError) as exc:
             raise InputError(label, None, None, f"not a readable .eval archive (zip): {exc}") from None
-        members: dict[str, bytes] = {}
+
+        def read(info: zipfile.ZipInfo) -> bytes:
+            try:
+                if info.compress_type == _ZIP_ZSTANDARD and not hasattr(zipfile, "ZIP_ZSTANDARD"):
+                    return _zstd_member(raw, info)
+                return archive.read(info)
+            except (zipfile.BadZipFile, zlib.error, EOFError, OSError, ValueError, NotImplementedError) as exc:
+                raise InputError(f"{label}!{info.filename}", None, None, f"unreadable archive member: {exc}") from None
+
         with archive:
+            samples: dict[str, zipfile.ZipInfo] = {}
+            members: dict[str, bytes] = {}
             for info in archive.infolist():
                 if info.is_dir():
                     continue
-                try:
-                    members[info.filename] = archive.read(info)
-                except (zipfile.BadZipFile, zlib.error, EOFError, OSError, ValueError, NotImplementedError) as exc:
-                    raise InputError(f"{label}!{info.filename}", None, None, f"unreadable archive member: {exc}") from None
-        inner = tree_of_bytes(label, members)
-        header_file = next((m for m in ("header.json", "_journal/start.json") if m in members), None)
-        if header_file is None:
-            raise InputError(label, None, None, "no header.json or _journal/start.json: not an Inspect .eval log")
-        header = inner.json(header_file)
-        if not isinstance(header, dict):
-            raise InputError(inner.label(header_file), None, None, "expected a JSON object")
-        sample_files = sorted((m for m in members if _SAMPLE_MEMBER.match(m)), key=_member_order)
-        if not sample_files:
-            raise InputError(label, None, "samples", "the archive holds no samples/<id>_epoch_<n>.json")
-        runs = []
-        for member in sample_files:
-            sample = inner.json(member)
-            runs.append(_SampleReader(self, inner, unit, header_file, header, member, "", sample, in_archive=True).read())
-        return runs
+                if _SAMPLE_MEMBER.match(info.filename):
+                    samples[info.filename] = info
+                    members.pop(info.filename, None)
+                else:
+                    members[info.filename] = read(info)
+                    samples.pop(info.filename, None)
+            # the samples are listed (empty until read), so the inner tree is the archive's as before
+            inner = tree_of_bytes(label, {**members, **{name: b"" for name in samples}})
+            header_file = next((m for m in ("header.json", "_journal/start.json") if m in members), None)
+            if header_file is None:
+                raise InputError(label, None, None, "no header.json or _journal/start.json: not an Inspect .eval log")
+            header = inner.json(header_file)
+            if not isinstance(header, dict):
+                raise InputError(inner.label(header_file), None, None, "expected a JSON object")
+            sample_files = sorted(samples, key=_member_order)
+            if not sample_files:
+                raise InputError(label, None, "samples", "the archive holds no samples/<id>_epoch_<n>.json")
+            for member in sample_files:
+                inner.hold(member, read(samples[member]))
+                sample = inner.json(member)
+                run = _SampleReader(self, inner, unit, header_file, header, member, "", sample, in_archive=True).read()
+                inner.release(member)
+                del sample
+                yield run
+
+
+#: Zip's method id for Zstandard, which inspect-ai writes ``.eval`` members with (Python's zipfile
+#: reads it from 3.14 on; before, :func:`_zstd_member` does).
+_ZIP_ZSTANDARD = 93
+
+
+def _zstd_member(archive: bytes, info: zipfile.ZipInfo) -> bytes:
+    """A Zstandard-compressed member of the zip ``archive``: its data after its local header,
+    decompressed frame by frame (inspect-ai writes several frames for a big member) with the
+    ``zstandard`` library, and checked against the member's size and CRC as zipfile checks
+    the methods it knows. Raises ValueError (or zipfile.BadZipFile) for a bad member."""
+    try:
+        import zstandard
+    except ImportError:  # pragma: no cover - a dependency
+        raise NotImplementedError("compressed with Zstandard, which needs the zstandard package") from None
+    header = info.header_offset
+    if archive[header:header + 4] != b"PK\x03\x04":
+        raise zipfile.BadZipFile("bad local file header")
+    start = header + 30 + int.from_bytes(archive[header + 26:header + 28], "little") \
+        + int.from_bytes(archive[header + 28:header + 30], "little")
+    data = memoryview(archive)[start:start + info.compress_size]
+    if len(data) != info.compress_size:
+        raise EOFError("the member's data is cut short")
+    pieces: list[bytes] = []
+    size = 0
+    try:
+        while data:
+            frame = zstandard.ZstdDecompressor().decompressobj()
+            piece = frame.decompress(data)
+            size += len(piece)
+            if size > info.file_size:
+                raise zipfile.BadZipFile(f"more data than the member's size ({info.file_size} bytes)")
+            pieces.append(piece)
+            if not frame.eof:
+                raise EOFError("a Zstandard frame is cut short")
+            data = memoryview(frame.unused_data)
+    except zstandard.ZstdError as exc:
+        raise zipfile.BadZipFile(f"Zstandard: {exc}") from None
+    result = b"".join(pieces)
+    if len(result) != info.file_size or zlib.crc32(result) != info.CRC:
+        raise zipfile.BadZipFile(f"Bad CRC-32 or size for file {info.filename!r}")
+    return result
 
 
 def _member_order(name: str) -> tuple[Any, ...]:

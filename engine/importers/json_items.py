@@ -4,7 +4,7 @@ An Inspect ``.json`` log holds every sample in one top-level ``"samples"`` array
 megabytes); parsing it whole holds every sample at once. The writers of such logs indent
 their JSON, and in indented JSON an item of that array starts on a line ``<indent>{`` and
 ends on the first line ``<indent>}`` after it (a raw newline never sits inside a JSON string).
-Those byte spans are found with ``bytes.find`` (C speed) and each is *proved* by parsing it: a
+Those byte spans are found with a literal ``re`` search (C speed) and each is *proved* by parsing it: a
 JSON value is self-delimiting, so a span that parses as one object is exactly that item. The
 rest of the document (the header) is parsed with a sentinel string in place of the array, which
 proves the array sat under the top-level key.
@@ -76,15 +76,18 @@ def split_array(data: bytes | mmap.mmap, key: str, parse: Any) -> ArrayItems | N
     indent = head.group(1)
     item_indent = indent * 2
     opener = b"\n" + indent + b'"' + key.encode() + b'": ['
-    at = data.find(opener)
-    if at < 0:  # (a second array of that name later on is in the header: its parse refuses it)
+    found_opener = re.compile(re.escape(opener)).search(data)
+    if found_opener is None:  # (a second array of that name later on is in the header: its parse refuses it)
         return None
-    array_start = at + len(opener) - 1  # the "["
+    array_start = found_opener.end() - 1  # the "["
     position = array_start + 1
     spans: list[tuple[int, int]] = []
     released = 0
     item_open = b"\n" + item_indent + b"{"
     item_close = b"\n" + item_indent + b"}"
+    # ``re``'s search for a literal is several times faster here than ``bytes.find`` (whose skip
+    # table stalls on indented JSON, where the newline and spaces of the needle are everywhere).
+    find_close = re.compile(re.escape(item_close)).search
     while True:
         rest = _skip_blank(data, position)
         if rest >= len(data):
@@ -100,10 +103,10 @@ def split_array(data: bytes | mmap.mmap, key: str, parse: Any) -> ArrayItems | N
         # each item starts on its own line, at the item indent
         if data[rest - len(item_open) + 1:rest + 1] != item_open:
             return None
-        close = data.find(item_close, rest)
-        if close < 0:
+        found = find_close(data, rest)
+        if found is None:
             return None
-        end = close + len(item_close)
+        end = found.end()
         spans.append((rest, end))
         position = end
         released = _release(data, released, position)

@@ -243,11 +243,11 @@ def _unchanged(value: Any) -> bool:
     except (TypeError, orjson.JSONEncodeError):
         return False
     lowered = blob.lower()
-    hits = _marker_hits(lowered)
-    if not hits:
-        return blob.isascii() or not any(bad in blob for bad in _UNFOLDED)
-    if not blob.isascii() and any(bad in blob for bad in _UNFOLDED):
+    hits, unfolded = _marker_hits(lowered)  # (``lower`` keeps non-ASCII bytes as they are)
+    if unfolded:
         return False
+    if not hits:
+        return True
     end = 0
     for position in sorted(hits):
         if position < end:  # in the string just looked at
@@ -352,14 +352,23 @@ _has_marker = _scanner()
 
 
 def _hits_scanner() -> Any:
-    """Where markers start in lower-cased UTF-8 bytes (overlapping ones included)."""
+    """Where markers start in lower-cased UTF-8 bytes (overlapping ones included), and whether
+    the bytes hold one of the :data:`_UNFOLDED` characters: one scan answers both."""
     try:
         import ahocorasick_rs
     except ImportError:  # pragma: no cover
         overlapping = re.compile(b"(?=(" + _ANY_MARKER_BYTES.pattern + b"))")
-        return lambda data: [m.start() for m in overlapping.finditer(data)]
-    automaton = ahocorasick_rs.BytesAhoCorasick([marker.encode() for marker in _MARKERS])
-    return lambda data: [start for _, start, _ in automaton.find_matches_as_indexes(data, overlapping=True)]
+        return lambda data: ([m.start() for m in overlapping.finditer(data)],
+                             not data.isascii() and any(bad in data for bad in _UNFOLDED))
+    automaton = ahocorasick_rs.BytesAhoCorasick([marker.encode() for marker in _MARKERS] + list(_UNFOLDED))
+    markers = len(_MARKERS)
+
+    def scan(data: bytes) -> tuple[list[int], bool]:
+        found = automaton.find_matches_as_indexes(data, overlapping=True)
+        hits = [start for index, start, _ in found if index < markers]
+        return hits, len(hits) != len(found)
+
+    return scan
 
 
 _marker_hits = _hits_scanner()

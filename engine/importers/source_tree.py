@@ -315,6 +315,18 @@ class SourceTree:
                 raise (located or InputError(self.label(rel), None, None, f"invalid JSON: {exc}")) from None
         return self._json_cache[rel]
 
+    def hold(self, rel: str, data: bytes) -> None:
+        """Give listed member ``rel`` of an in-memory tree its bytes (read when its turn came)."""
+        if not isinstance(self._all().get(rel), bytes):
+            raise KeyError(rel)
+        self._all()[rel] = data
+        self._json_cache.pop(rel, None)
+
+    def release(self, rel: str) -> None:
+        """Let go of member ``rel``'s bytes and parse once read (it stays listed, empty), so a
+        tree read member by member holds one at a time."""
+        self.hold(rel, b"")
+
     def try_json(self, rel: str) -> Any:
         """The parsed document, or None when the file is not JSON (for sniffing)."""
         try:
