@@ -18,6 +18,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any, BinaryIO
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import orjson
 from pydantic import ValidationError
@@ -26,6 +27,9 @@ from procgrade.engine.errors import InputError
 from procgrade.engine.events import Event, event_adapter
 from procgrade.engine.importers.redaction import Redactor, may_hold_secret_bytes
 from procgrade.engine.json_guards import MAX_DEPTH, duplicate_key, nesting_error
+
+if TYPE_CHECKING:
+    from procgrade.engine.native_workers import PreparePool
 
 __all__ = ["RunEvents", "read_native", "parse_native_lines", "iter_native", "iter_native_rows", "bounded_lines",
            "dump_native", "CHUNK_EVENTS"]
@@ -121,21 +125,33 @@ def iter_native(source: str, lines: Iterable[bytes], *, chunk: int | None = CHUN
 
 
 def iter_native_rows(source: str, lines: Iterable[bytes], *, chunk: int | None = None,
-                     workers: int = 0) -> Iterator[RunEvents]:
+                     workers: "int | PreparePool" = 0) -> Iterator[RunEvents]:
     """:func:`iter_native` with each piece holding prepared rows (``piece.rows``) instead of
     models, what :meth:`RunWriter.append_rows` takes: the same checks, errors and pieces.
 
-    With ``workers`` > 0 and more than one block of lines, processes of their own parse,
-    validate and prepare blocks of lines while the caller writes the pieces before them
-    (see :mod:`procgrade.engine.native_workers`); memory holds a few blocks, not the file."""
+    With ``workers`` (a number of processes, or an ingest's
+    :class:`procgrade.engine.native_workers.PreparePool`) and input big enough to pay for them,
+    processes of their own parse, validate and prepare blocks of lines while the caller writes
+    the pieces before them; memory holds a few blocks, not the file."""
     chunk = CHUNK_EVENTS if chunk is None else chunk
-    if workers > 0:
-        from procgrade.engine.native_workers import row_items
+    if isinstance(workers, int) and workers <= 0:
+        return _sequenced(source, _row_items(source, enumerate(lines, start=1)), chunk, rows=True)
+    return _pooled_rows(source, lines, chunk, workers)
 
-        items = row_items(source, lines, workers)
-    else:
-        items = _row_items(source, enumerate(lines, start=1))
-    return _sequenced(source, items, chunk, rows=True)
+
+def _pooled_rows(source: str, lines: Iterable[bytes], chunk: int,
+                 workers: "int | PreparePool") -> Iterator[RunEvents]:
+    from procgrade.engine.native_workers import PreparePool
+
+    own = isinstance(workers, int)
+    pool = PreparePool(workers) if isinstance(workers, int) else workers
+    items = pool.row_items(source, lines)
+    try:
+        yield from _sequenced(source, items, chunk, rows=True)
+    finally:
+        items.close()  # cancels this file's blocks still queued (an error, or the caller stopped early)
+        if own:
+            pool.close()
 
 
 def _event_items(source: str, lines: Iterable[bytes]) -> Iterator[_Item]:

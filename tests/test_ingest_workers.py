@@ -141,3 +141,61 @@ def test_workers_setting_must_be_a_number(store: EventStore, tmp_path: Path, mon
     with pytest.raises(InputError, match="PROCGRADE_INGEST_WORKERS"):
         ingest_native(store, [write_jsonl(tmp_path / "x.jsonl", small_run())])
     assert store.runs() == []
+
+
+@pytest.fixture
+def pool_starts(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Blocks of 5 lines, two workers allowed; records each start of a worker pool (its size)."""
+    monkeypatch.setattr(native_workers, "BLOCK_LINES", 5)
+    monkeypatch.setenv("PROCGRADE_INGEST_WORKERS", "2")
+    starts: list[int] = []
+    real_start = native_workers.PreparePool._start
+
+    def start(self: native_workers.PreparePool) -> None:
+        starts.append(self.workers)
+        real_start(self)
+
+    monkeypatch.setattr(native_workers.PreparePool, "_start", start)
+    return starts
+
+
+def test_small_input_starts_no_process(store: EventStore, tmp_path: Path, pool_starts: list[int]) -> None:
+    """Up to POOL_MIN_BLOCKS blocks (over all files of one ingest) are prepared in this process."""
+    limit = native_workers.POOL_MIN_BLOCKS * 5
+    events = small_run("a")[:7] + extra_events("a", 7, limit - 7)
+    assert len(events) == limit
+    ingest_native(store, [write_jsonl(tmp_path / "x.jsonl", events)])
+    assert pool_starts == [] and store.run("a").event_count == limit
+
+
+def test_one_block_more_starts_the_pool_once_for_every_file(store: EventStore, tmp_path: Path,
+                                                             pool_starts: list[int]) -> None:
+    limit = native_workers.POOL_MIN_BLOCKS * 5
+    first = small_run("a")[:7] + extra_events("a", 7, limit - 7)
+    second = small_run("b")[:7] + extra_events("b", 7, 3)
+    third = small_run("c")[:7] + extra_events("c", 7, 30)
+    paths = [write_jsonl(tmp_path / f"{name}.jsonl", run) for name, run in (("a", first), ("b", second), ("c", third))]
+    reports = ingest_native(store, paths)
+    assert pool_starts == [2]  # the second file crossed the threshold; the third used the same pool
+    assert [r.result.appended for r in reports] == [limit, 10, 37]
+    for run_id, run in (("a", first), ("b", second), ("c", third)):
+        assert store.run(run_id).head_hash == reference_head(run)
+
+
+def test_the_pool_is_shut_down_after_an_error(store: EventStore, tmp_path: Path, pool_starts: list[int],
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    closed: list[bool] = []
+    real_close = native_workers.PreparePool.close
+
+    def close(self: native_workers.PreparePool) -> None:
+        closed.append(self.started)
+        real_close(self)
+        assert not self.started
+
+    monkeypatch.setattr(native_workers.PreparePool, "close", close)
+    lines = [line(e) for e in interleaved_runs()]
+    lines[70] = b'{"oops"'
+    with pytest.raises(InputError) as info:
+        ingest_native(store, [write_lines(tmp_path / "bad.jsonl", lines)])
+    assert info.value.line == 71 and pool_starts == [2] and True in closed
+    assert store.runs() == []
