@@ -168,8 +168,8 @@ def _row_items(source: str, numbered: Iterable[tuple[int, bytes]]) -> Iterator[_
     for number, raw in numbered:
         if not raw.strip():
             continue
-        event, record, redacted = _validated(source, number, raw)
-        row = prepare_row(event, record)
+        event, record, redacted, canonical = _checked(source, number, raw)
+        row = prepare_row(event, record, canonical)
         yield number, row[0], row[1], row[2], row[4], row, redacted
 
 
@@ -262,14 +262,24 @@ def _validated(source: str, number: int, raw: bytes) -> tuple[Event, dict[str, A
     a line orjson cannot parse, or that the filters flag, goes through every check in turn,
     which words the error exactly as before.
     """
+    return _checked(source, number, raw)[:3]
+
+
+def _checked(source: str, number: int, raw: bytes) -> tuple[Event, dict[str, Any] | None, int, bool | None]:
+    """:func:`_validated`, and whether orjson's sorted bytes are RFC 8785 for the parsed object
+    (no float, no key outside the BMP; None when there is no parsed object), which the same
+    walk over it finds out."""
     try:
         record = orjson.loads(raw)
     except orjson.JSONDecodeError:
         record = None
-    if type(record) is not dict or not _plain_shape(raw, record):
+    canonical = None
+    if type(record) is dict:
+        plain, canonical = _plain_shape(raw, record)
+    if canonical is None or not plain:
         _check_utf8(source, number, raw)
         _check_shape(source, number, raw)
-        record = None
+        record = canonical = None
     try:
         event = _ADAPTER.validate_json(raw)
     except ValidationError as exc:
@@ -277,32 +287,54 @@ def _validated(source: str, number: int, raw: bytes) -> tuple[Event, dict[str, A
     if record is None and _NON_JSON_NUMBER.search(raw) is not None:
         _refuse_non_json_numbers(source, number, raw)
     redacted_event, redacted = _redacted(event, raw, record)
-    return (event, record, 0) if not redacted else (redacted_event, None, redacted)
+    return (event, record, 0, canonical) if not redacted else (redacted_event, None, redacted, None)
 
 
 _ADAPTER = event_adapter()
 _KEY_END = re.compile(rb'"[ \t\r\n]*:')
+_SPACED_KEY_END = re.compile(rb'"[ \t\r\n]+:')
 
 
-def _plain_shape(raw: bytes, record: dict[str, Any]) -> bool:
-    """True when the parsed line neither nests too deep nor repeats a key (what
-    :mod:`procgrade.engine.json_guards` checks, without parsing again): its containers nest
-    at most MAX_DEPTH deep (only looked at when the text holds that many brackets, in strings
-    or not), and the text holds as many key endings as the parsed object holds keys (the
-    parser keeps one of two equal keys)."""
+def _plain_shape(raw: bytes, record: dict[str, Any]) -> tuple[bool, bool]:
+    """(plain, canonical) of a parsed line. Plain: it neither nests too deep nor repeats a key
+    (what :mod:`procgrade.engine.json_guards` checks, without parsing again): its containers
+    nest at most MAX_DEPTH deep (only looked at when the text holds that many brackets, in
+    strings or not), and the text holds as many key endings as the parsed object holds keys
+    (the parser keeps one of two equal keys). Canonical: what
+    :func:`procgrade.engine.canonical._orjson_is_canonical` says of the whole object (no float
+    anywhere, no key outside the BMP, which needs a byte outside ASCII or a \\u escape)."""
     deep = raw.count(b"[") + raw.count(b"{") > MAX_DEPTH
+    check_keys = not raw.isascii() or b"\\u" in raw
+    canonical = True
     keys, stack = 0, [(record, 1)]
     while stack:
         item, depth = stack.pop()
         if deep and depth > MAX_DEPTH:
-            return False
-        values = item.values() if type(item) is dict else item
+            return False, False
         if type(item) is dict:
             keys += len(item)
+            if check_keys and canonical:
+                for key in item:
+                    if not key.isascii() and max(key) > "\uffff":
+                        canonical = False
+                        break
+            values: Any = item.values()
+        else:
+            values = item
         for value in values:
-            if type(value) is dict or type(value) is list:
+            kind = type(value)
+            if kind is dict or kind is list:
                 stack.append((value, depth + 1))
-    return keys == len(_KEY_END.findall(raw))
+            elif kind is float:
+                canonical = False
+    return keys == _key_endings(raw), canonical
+
+
+def _key_endings(raw: bytes) -> int:
+    """How many times a quote, optional whitespace and a colon occur in ``raw`` (in strings or not)."""
+    if _SPACED_KEY_END.search(raw) is None:
+        return raw.count(b'":')
+    return len(_KEY_END.findall(raw))
 
 
 def _check_shape(source: str, number: int, raw: bytes) -> None:

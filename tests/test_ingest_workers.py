@@ -199,3 +199,25 @@ def test_the_pool_is_shut_down_after_an_error(store: EventStore, tmp_path: Path,
         ingest_native(store, [write_lines(tmp_path / "bad.jsonl", lines)])
     assert info.value.line == 71 and pool_starts == [2] and True in closed
     assert store.runs() == []
+
+
+@pytest.mark.parametrize("record", small_run() + extra_events(RUN, 8, 6) + ODD_LINES + [
+    {"run_id": "r", "seq": 1, "event_id": "h", "kind": "message", "actor": "agent", "text": "\\ud83d\\ude00 \U0001f600",
+     "payload": {"\\ud83d\\ude00": 1, "nested": [{"\U0001f600": [0.5]}]}},
+    {"run_id": "r", "seq": 1, "event_id": "i", "kind": "message", "actor": "agent", "text": "t",
+     "payload": {"deep": [[[[{"f": 1e-7}]]]], "e": "\u00e9"}},
+])
+def test_the_line_check_finds_what_the_canonical_scan_finds(record: dict) -> None:
+    """The row native ingest builds (its walk over the line telling whether orjson's bytes are
+    canonical) is the row the model path builds."""
+    from procgrade.engine.canonical import _orjson_is_canonical
+    from procgrade.engine.native import _checked, _row_items
+    from procgrade.engine.stored import _DUMP_IS_RECORD
+
+    for raw in (line(record), json.dumps(record, indent=1).encode(), json.dumps(record, ensure_ascii=True).encode(),
+                json.dumps(record, ensure_ascii=False).encode()):
+        event, parsed, _, canonical = _checked("x.jsonl", 1, raw)
+        if parsed is not None and parsed["kind"] in _DUMP_IS_RECORD:  # the kinds whose rows use it
+            assert canonical == _orjson_is_canonical(parsed.get("payload", {}))
+        (item,) = list(_row_items("x.jsonl", [(1, raw)]))
+        assert item[5] == prepare_row(event)
