@@ -90,18 +90,41 @@ MAX_LINE_BYTES = 64 * 2**20
 
 def bounded_lines(handle: BinaryIO, source: str, limit: int | None = None) -> Iterator[bytes]:
     """The lines of an open binary file without their ``\\n``, one at a time; a line longer than
-    ``limit`` bytes is refused before it is held whole."""
+    ``limit`` bytes is refused before it is held whole. Read a megabyte at a time and split in C
+    (a ``readline`` per line cost the single writer of a big ingest a tenth of its time)."""
     limit = MAX_LINE_BYTES if limit is None else limit
     with handle:
         number = 0
+        partial: list[bytes] = []  # the pieces of the line under way (no newline read yet)
+        held = 0
         while True:
-            raw = handle.readline(limit + 1)
-            if not raw:
+            chunk = handle.read(_READ_BYTES)
+            if not chunk:
+                if partial:
+                    yield b"".join(partial)
                 return
-            number += 1
-            if len(raw) > limit and not (len(raw) == limit + 1 and raw.endswith(b"\n")):
-                raise InputError(source, number, None, f"line longer than {limit} bytes")
-            yield raw[:-1] if raw.endswith(b"\n") else raw
+            if b"\n" not in chunk:
+                partial.append(chunk)
+                held += len(chunk)
+                if held > limit:
+                    raise InputError(source, number + 1, None, f"line longer than {limit} bytes")
+                continue
+            lines = chunk.split(b"\n")
+            if partial:
+                partial.append(lines[0])
+                lines[0] = b"".join(partial)
+            last = lines.pop()
+            for raw in lines:
+                number += 1
+                if len(raw) > limit:
+                    raise InputError(source, number, None, f"line longer than {limit} bytes")
+                yield raw
+            partial, held = ([last], len(last)) if last else ([], 0)
+            if held > limit:
+                raise InputError(source, number + 1, None, f"line longer than {limit} bytes")
+
+
+_READ_BYTES = 2**20
 
 
 def parse_native_lines(source: str, lines: Iterable[bytes]) -> list[RunEvents]:
