@@ -149,9 +149,8 @@ def chain_rows(rows: Sequence[list[Any]], prev_hash: str, stage_of: Callable[[li
     sha256 = hashlib.sha256
     for row in rows:
         row[IN_STAGE] = stage_of(row)
-        digest = sha256(prev + row[-1])
-        prev = digest.digest()
-        row[-1] = digest.hexdigest()
+        prev = sha256(prev + row[-1]).digest()
+        row[-1] = prev.hex()
     return prev.hex()
 
 
