@@ -350,14 +350,30 @@ def _plain_shape(raw: bytes, record: dict[str, Any]) -> tuple[bool, bool]:
                 stack.append((value, depth + 1))
             elif kind is float:
                 canonical = False
-    return keys == _key_endings(raw), canonical
+    endings = _key_endings(raw)
+    if endings != keys and b'\\"' in raw:  # escaped quotes before a colon (JSON text inside strings)
+        endings = _unescaped_key_endings(raw)
+    return keys == endings, canonical
 
 
 def _key_endings(raw: bytes) -> int:
-    """How many times a quote, optional whitespace and a colon occur in ``raw`` (in strings or not)."""
+    """How many times a quote, optional whitespace and a colon occur in ``raw`` (in strings or not):
+    at least one for every key written (a key's closing quote is one)."""
     if _SPACED_KEY_END.search(raw) is None:
         return raw.count(b'":')
     return len(_KEY_END.findall(raw))
+
+
+def _unescaped_key_endings(raw: bytes) -> int:
+    """:func:`_key_endings` without the quotes escaped by a backslash, which end no string: still
+    at least one for every key written (a key's closing quote follows an even run of backslashes)."""
+    count = 0
+    for match in _KEY_END.finditer(raw):
+        end = start = match.start()
+        while start and raw[start - 1] == 0x5C:  # backslash
+            start -= 1
+        count += (end - start) % 2 == 0
+    return count
 
 
 def _check_shape(source: str, number: int, raw: bytes) -> None:

@@ -53,3 +53,26 @@ def test_an_overlong_line_is_refused_after_the_lines_before_it(monkeypatch: pyte
     assert next(lines) == b"ok"
     with pytest.raises(InputError, match=r"f:2: -: line longer than 10 bytes"):
         next(lines)
+
+
+def test_a_repeated_key_is_never_taken_for_a_plain_line() -> None:
+    """Strings holding quotes, backslashes and colons (JSON text inside strings) never hide a
+    repeated key from the key count (they may only send a good line down the slow path)."""
+    import json
+
+    import orjson
+
+    from procgrade.engine.native import _plain_shape
+
+    rng = random.Random(7)
+    alphabet = ['"', "\\", ":", "a", " ", '\\"', '":', "{"]
+    plain_seen = 0
+    for _ in range(3000):
+        value = {f"k{i}": "".join(rng.choice(alphabet) for _ in range(rng.randrange(0, 8)))
+                 for i in range(rng.randrange(1, 5))}
+        nested = {"payload": value, "text": "".join(rng.choice(alphabet) for _ in range(rng.randrange(0, 8)))}
+        raw = json.dumps(nested, separators=(",", ":") if rng.random() < 0.5 else (", ", ": ")).encode()
+        plain_seen += _plain_shape(raw, orjson.loads(raw))[0]
+        repeated = raw.replace(b'{"k0"', b'{"k0":"x","k0"', 1)
+        assert _plain_shape(repeated, orjson.loads(repeated))[0] is False, repeated
+    assert plain_seen > 1000  # most good lines stay on the fast path
