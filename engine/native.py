@@ -352,7 +352,7 @@ def _plain_shape(raw: bytes, record: dict[str, Any]) -> tuple[bool, bool]:
                 canonical = False
     endings = _key_endings(raw)
     if endings != keys and b'\\"' in raw:  # escaped quotes before a colon (JSON text inside strings)
-        endings = _unescaped_key_endings(raw)
+        endings = _unescaped_key_endings(raw, endings)
     return keys == endings, canonical
 
 
@@ -364,16 +364,13 @@ def _key_endings(raw: bytes) -> int:
     return len(_KEY_END.findall(raw))
 
 
-def _unescaped_key_endings(raw: bytes) -> int:
-    """:func:`_key_endings` without the quotes escaped by a backslash, which end no string: still
-    at least one for every key written (a key's closing quote follows an even run of backslashes)."""
-    count = 0
-    for match in _KEY_END.finditer(raw):
-        end = start = match.start()
-        while start and raw[start - 1] == 0x5C:  # backslash
-            start -= 1
-        count += (end - start) % 2 == 0
-    return count
+def _unescaped_key_endings(raw: bytes, endings: int) -> int:
+    """``endings`` (:func:`_key_endings`) less those whose quote is escaped (after an odd run of
+    backslashes), which ends no string: still at least one for every key written."""
+    return endings - sum(len(run) % 2 for run in _ESCAPED_KEY_END.findall(raw))
+
+
+_ESCAPED_KEY_END = re.compile(rb'(\\+)"[ \t\r\n]*:')
 
 
 def _check_shape(source: str, number: int, raw: bytes) -> None:
