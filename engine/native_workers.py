@@ -71,27 +71,41 @@ class PreparePool:
 
     def row_items(self, source: str, lines: Iterable[bytes]) -> Iterator[tuple]:
         """The items of :func:`procgrade.engine.native._row_items` for ``lines``, in order: prepared
-        in this process while the ingest is small, by the workers once it is big enough."""
+        in this process while the ingest is small, by the workers once it is big enough.
+
+        A line that cannot be read (too long) is reported only after every line before it is
+        checked, so the first problem in file order is the one reported, as in one process."""
         from procgrade.engine.native import _row_items
 
-        blocks: Iterator[tuple[int, list[bytes]]] = _blocks(lines)
+        if self.workers <= 0:  # line by line, nothing held
+            yield from _row_items(source, enumerate(lines, start=1))
+            return
+        blocks = _read_ahead(_blocks(lines))
+        held: list[Any] = []
         if self._pool is None:
-            held: list[tuple[int, list[bytes]]] = []
             for block in blocks:
                 held.append(block)
+                if isinstance(block, InputError):
+                    break
                 self._blocks_read += 1
-                if self.workers > 0 and self._blocks_read > POOL_MIN_BLOCKS:
+                if self._blocks_read > POOL_MIN_BLOCKS:
                     self._start()
                     break
             if self._pool is None:  # the input so far is small: no process pays its start-up
-                for first, block_lines in held:
+                for block in held:
+                    if isinstance(block, InputError):
+                        raise block
+                    first, block_lines = block
                     yield from _row_items(source, enumerate(block_lines, start=first))
                 return
-            blocks = itertools.chain(held, blocks)
         pool = self._pool
         pending: "deque[Future[tuple[bytes, tuple | None]]]" = deque()
         try:
-            for block in blocks:
+            for block in itertools.chain(held, blocks):
+                if isinstance(block, InputError):
+                    while pending:
+                        yield from _unpacked(source, pending.popleft().result())
+                    raise block
                 while len(pending) >= _WINDOW * self.workers:
                     yield from _unpacked(source, pending.popleft().result())
                 pending.append(pool.submit(_prepare_block, source, *block))
@@ -107,6 +121,15 @@ class PreparePool:
 
         self._pool = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("fork"),
                                          initializer=_worker_start, initargs=(os.getpid(),))
+
+
+def _read_ahead(blocks: Iterator[tuple[int, list[bytes]]]) -> Iterator[Any]:
+    """The blocks, then the error that stopped reading (if one did) as the last item, so the
+    lines read before it are checked before it is raised."""
+    try:
+        yield from blocks
+    except InputError as exc:
+        yield exc
 
 
 def _blocks(lines: Iterable[bytes]) -> Iterator[tuple[int, list[bytes]]]:

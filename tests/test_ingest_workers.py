@@ -221,3 +221,27 @@ def test_the_line_check_finds_what_the_canonical_scan_finds(record: dict) -> Non
             assert canonical == _orjson_is_canonical(parsed.get("payload", {}))
         (item,) = list(_row_items("x.jsonl", [(1, raw)]))
         assert item[5] == prepare_row(event)
+
+
+@pytest.mark.parametrize("workers", ["0", "2"])
+def test_a_bad_line_before_an_overlong_one_is_the_one_reported(store: EventStore, tmp_path: Path, workers: str,
+                                                               pool_starts: list[int],
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """Reading stops at a line too long to hold; the lines before it are still checked first."""
+    import procgrade.engine.native as native
+
+    monkeypatch.setenv("PROCGRADE_INGEST_WORKERS", workers)
+    monkeypatch.setattr(native, "MAX_LINE_BYTES", 400)
+    lines = [line(e) for e in interleaved_runs()]
+    for bad_at, long_at in ((3, 20), (60, 75), (3, 76)):  # in buffered blocks, in blocks after the pool started
+        changed = list(lines)
+        changed[bad_at] = b'{"oops"'
+        changed[long_at] = b" " * 500
+        with pytest.raises(InputError) as info:
+            ingest_native(store, [write_lines(tmp_path / "bad.jsonl", changed)])
+        assert info.value.line == bad_at + 1 and "invalid JSON" in info.value.reason
+        changed[bad_at] = lines[bad_at]
+        with pytest.raises(InputError) as info:
+            ingest_native(store, [write_lines(tmp_path / "bad.jsonl", changed)])
+        assert info.value.line == long_at + 1 and "line longer than 400 bytes" in info.value.reason
+    assert store.runs() == []
