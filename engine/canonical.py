@@ -41,15 +41,17 @@ class CanonicalJSONError(ValueError):
 def canonical_json(value: Any) -> bytes:
     """Return the canonical JSON bytes of ``value`` (dicts, lists, str, int, float, bool, None)."""
     if _orjson_is_canonical(value):
-        try:
-            return orjson.dumps(value, option=_SORTED)
-        except orjson.JSONEncodeError:
-            pass  # an int beyond 64 bits, or a type orjson does not know: the reference path decides
-    else:
-        fast = _float_fast_path(value)
-        if fast is not None:
-            return fast
-    return _reference(value)
+        return _sorted_or_reference(value)
+    fast = _float_fast_path(value)
+    return fast if fast is not None else _reference(value)
+
+
+def _sorted_or_reference(value: Any) -> bytes:
+    """orjson's sorted bytes of a value :func:`_orjson_is_canonical` passed, else the reference's."""
+    try:
+        return orjson.dumps(value, option=_SORTED)
+    except orjson.JSONEncodeError:
+        return _reference(value)  # an int beyond 64 bits, or a type orjson does not know: it decides
 
 
 def canonical_and_faithful(value: Any) -> tuple[bytes, bytes]:
@@ -59,9 +61,10 @@ def canonical_and_faithful(value: Any) -> tuple[bytes, bytes]:
     or an object key outside the BMP (only the key order differs).
     """
     if _orjson_is_canonical(value):
-        canonical = canonical_json(value)
+        canonical = _sorted_or_reference(value)
         return canonical, canonical
-    return canonical_json(value), faithful_json(value)
+    fast = _float_fast_path(value)  # what canonical_json does after the same scan
+    return (fast if fast is not None else _reference(value)), faithful_json(value)
 
 
 def faithful_json(value: Any) -> bytes:

@@ -18,6 +18,7 @@ from pathlib import Path
 from procgrade.engine.errors import InputError, StoreError
 from procgrade.engine.importers.provenance import Overrides
 from procgrade.engine.native import RunEvents, bounded_lines, iter_native_rows
+from procgrade.engine.native_workers import PreparePool
 from procgrade.engine.store import AppendResult, EventStore
 from procgrade.engine.store.base import RunWriter
 
@@ -85,19 +86,19 @@ def _ingest(store: EventStore, paths: Sequence[Path | str], *, format: str, seal
 
     reports: list[IngestReport] = []
     unrecognised: list[str] = []
-    with _no_cyclic_gc(), store.writer() as writer:
+    with _no_cyclic_gc(), _prepare_pool() as pool, store.writer() as writer:
         for path in paths:
             if format == "native":
                 if given:
                     raise _native_refused(str(path))
-                reports.extend(_append_native(writer, _native_rows(str(path), _file_lines(path)), seal))
+                reports.extend(_append_native(writer, _native_rows(str(path), _file_lines(path), pool), seal))
                 continue
             tree = open_tree(path)
             native = [rel for rel in tree.selected if format == "auto" and _is_native(tree, rel)]
             if native and given:
                 raise _native_refused(tree.label(native[0]))
             for rel in native:
-                reports.extend(_append_native(writer, _native_rows(tree.label(rel), tree.iter_lines(rel)), seal))
+                reports.extend(_append_native(writer, _native_rows(tree.label(rel), tree.iter_lines(rel), pool), seal))
             plan = plan_imports(tree, format, skip=native)
             unrecognised.extend(tree.label(rel) for rel in plan.unrecognised)
             for importer, unit in plan.units:
@@ -116,16 +117,17 @@ def _native_refused(where: str) -> InputError:
                       "records its own provenance (ingest it separately)")
 
 
-def _append_native(writer: RunWriter, pieces: Iterable[RunEvents], seal: bool) -> list[IngestReport]:
+def _append_native(writer: RunWriter, pieces: Iterator[RunEvents], seal: bool) -> list[IngestReport]:
     """Write one file's runs piece by piece as they are read (memory holds a piece per run, not
     the file); seal them once the file is read; one report per run."""
     totals: dict[str, _RunTotals] = {}
-    for piece in pieces:
-        try:
-            result = writer.append_rows(piece.run_id, piece.rows, redactions=piece.redactions)
-        except StoreError as exc:
-            raise _locate(exc, [piece]) from exc
-        totals.setdefault(piece.run_id, _RunTotals(piece.source)).add(piece, result)
+    with contextlib.closing(pieces):  # on an error, stop the file's reading (and its queued blocks) now
+        for piece in pieces:
+            try:
+                result = writer.append_rows(piece.run_id, piece.rows, redactions=piece.redactions)
+            except StoreError as exc:
+                raise _locate(exc, [piece]) from exc
+            totals.setdefault(piece.run_id, _RunTotals(piece.source)).add(piece, result)
     if seal:
         for run_id in totals:
             was_sealed = totals[run_id].last.sealed  # as the run stood when this file's events went in
@@ -186,15 +188,21 @@ def ingest_native(store: EventStore, paths: Sequence[Path | str], *, seal: bool 
     bad line in the last file still leaves nothing written.
     """
     reports: list[IngestReport] = []
-    with _no_cyclic_gc(), store.writer() as writer:
+    with _no_cyclic_gc(), _prepare_pool() as pool, store.writer() as writer:
         for path in paths:
-            reports.extend(_append_native(writer, _native_rows(str(path), _file_lines(path)), seal))
+            reports.extend(_append_native(writer, _native_rows(str(path), _file_lines(path), pool), seal))
     return reports
 
 
-def _native_rows(source: str, lines: Iterable[bytes]) -> Iterator[RunEvents]:
-    """A native file's pieces as prepared rows, with worker processes when it is big enough."""
-    return iter_native_rows(source, lines, workers=ingest_workers())
+def _prepare_pool() -> PreparePool:
+    """The ingest's worker processes (started only once its native input is big enough), shut
+    down when the ingest ends, however it ends (right after its transaction commits or rolls back)."""
+    return PreparePool(ingest_workers())
+
+
+def _native_rows(source: str, lines: Iterable[bytes], pool: PreparePool) -> Iterator[RunEvents]:
+    """A native file's pieces as prepared rows, by the ingest's worker processes once it is big enough."""
+    return iter_native_rows(source, lines, workers=pool)
 
 
 def ingest_workers() -> int:

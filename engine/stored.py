@@ -105,7 +105,7 @@ def to_stored(event: Event, prev_hash: str, in_stage: int | None = None) -> Stor
     return StoredEvent(tuple(row))
 
 
-def prepare_row(event: Event, record: dict[str, Any] | None = None) -> list[Any]:
+def prepare_row(event: Event, record: dict[str, Any] | None = None, canonical: bool | None = None) -> list[Any]:
     """Everything of ``event``'s row that depends on the event alone, as a list in
     :data:`STORED_COLUMNS` order: ``in_stage`` is left None and the hash slot holds the
     canonical header bytes, which :func:`chain_rows` turns into the chain hash (the two
@@ -115,15 +115,18 @@ def prepare_row(event: Event, record: dict[str, Any] | None = None) -> list[Any]
     ``record`` is the event's JSON object as parsed from its line (orjson), when the caller
     has it: for kinds whose model dump is that object minus its null members (no defaults
     to fill in, no nested models, no free-form fields), the header is built from it
-    directly instead of dumping the model, with the very same bytes.
+    directly instead of dumping the model, with the very same bytes. ``canonical`` is what
+    :func:`procgrade.engine.canonical._orjson_is_canonical` says of ``record`` when the caller
+    knows it already (native ingest's line check finds it out); a valid event of these kinds
+    holds floats and odd keys only in its payload, so it is what it says of the payload.
     """
     if record is not None and record["kind"] in _DUMP_IS_RECORD:
         payload = record.get("payload", _NO_PAYLOAD)
-        if _orjson_is_canonical(payload):
-            canonical = stored = canonical_json_of_typed(payload)  # orjson's sorted bytes are RFC 8785 here
+        if _orjson_is_canonical(payload) if canonical is None else canonical:
+            payload_bytes = stored = canonical_json_of_typed(payload)  # orjson's sorted bytes are RFC 8785 here
         else:  # floats (maybe integers beyond 64 bits orjson read as floats): the model's values decide
-            canonical, stored = canonical_and_faithful(event.payload)
-        payload_sha = hashlib.sha256(canonical).hexdigest()
+            payload_bytes, stored = canonical_and_faithful(event.payload)
+        payload_sha = hashlib.sha256(payload_bytes).hexdigest()
         fact_fields = {k: v for k, v in record.items() if v is not None and k not in _NOT_FACTS_OR_PAYLOAD}
         header = {k: v for k, v in record.items() if v is not None and k in _ENVELOPE_SET}
         header.update(fact_fields)
@@ -146,9 +149,8 @@ def chain_rows(rows: Sequence[list[Any]], prev_hash: str, stage_of: Callable[[li
     sha256 = hashlib.sha256
     for row in rows:
         row[IN_STAGE] = stage_of(row)
-        digest = sha256(prev + row[-1])
-        prev = digest.digest()
-        row[-1] = digest.hexdigest()
+        prev = sha256(prev + row[-1]).digest()
+        row[-1] = prev.hex()
     return prev.hex()
 
 

@@ -141,3 +141,107 @@ def test_workers_setting_must_be_a_number(store: EventStore, tmp_path: Path, mon
     with pytest.raises(InputError, match="PROCGRADE_INGEST_WORKERS"):
         ingest_native(store, [write_jsonl(tmp_path / "x.jsonl", small_run())])
     assert store.runs() == []
+
+
+@pytest.fixture
+def pool_starts(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Blocks of 5 lines, two workers allowed; records each start of a worker pool (its size)."""
+    monkeypatch.setattr(native_workers, "BLOCK_LINES", 5)
+    monkeypatch.setenv("PROCGRADE_INGEST_WORKERS", "2")
+    starts: list[int] = []
+    real_start = native_workers.PreparePool._start
+
+    def start(self: native_workers.PreparePool) -> None:
+        starts.append(self.workers)
+        real_start(self)
+
+    monkeypatch.setattr(native_workers.PreparePool, "_start", start)
+    return starts
+
+
+def test_small_input_starts_no_process(store: EventStore, tmp_path: Path, pool_starts: list[int]) -> None:
+    """Up to POOL_MIN_BLOCKS blocks (over all files of one ingest) are prepared in this process."""
+    limit = native_workers.POOL_MIN_BLOCKS * 5
+    events = small_run("a")[:7] + extra_events("a", 7, limit - 7)
+    assert len(events) == limit
+    ingest_native(store, [write_jsonl(tmp_path / "x.jsonl", events)])
+    assert pool_starts == [] and store.run("a").event_count == limit
+
+
+def test_one_block_more_starts_the_pool_once_for_every_file(store: EventStore, tmp_path: Path,
+                                                             pool_starts: list[int]) -> None:
+    limit = native_workers.POOL_MIN_BLOCKS * 5
+    first = small_run("a")[:7] + extra_events("a", 7, limit - 7)
+    second = small_run("b")[:7] + extra_events("b", 7, 3)
+    third = small_run("c")[:7] + extra_events("c", 7, 30)
+    paths = [write_jsonl(tmp_path / f"{name}.jsonl", run) for name, run in (("a", first), ("b", second), ("c", third))]
+    reports = ingest_native(store, paths)
+    assert pool_starts == [2]  # the second file crossed the threshold; the third used the same pool
+    assert [r.result.appended for r in reports] == [limit, 10, 37]
+    for run_id, run in (("a", first), ("b", second), ("c", third)):
+        assert store.run(run_id).head_hash == reference_head(run)
+
+
+def test_the_pool_is_shut_down_after_an_error(store: EventStore, tmp_path: Path, pool_starts: list[int],
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    closed: list[bool] = []
+    real_close = native_workers.PreparePool.close
+
+    def close(self: native_workers.PreparePool) -> None:
+        closed.append(self.started)
+        real_close(self)
+        assert not self.started
+
+    monkeypatch.setattr(native_workers.PreparePool, "close", close)
+    lines = [line(e) for e in interleaved_runs()]
+    lines[70] = b'{"oops"'
+    with pytest.raises(InputError) as info:
+        ingest_native(store, [write_lines(tmp_path / "bad.jsonl", lines)])
+    assert info.value.line == 71 and pool_starts == [2] and True in closed
+    assert store.runs() == []
+
+
+@pytest.mark.parametrize("record", small_run() + extra_events(RUN, 8, 6) + ODD_LINES + [
+    {"run_id": "r", "seq": 1, "event_id": "h", "kind": "message", "actor": "agent", "text": "\\ud83d\\ude00 \U0001f600",
+     "payload": {"\\ud83d\\ude00": 1, "nested": [{"\U0001f600": [0.5]}]}},
+    {"run_id": "r", "seq": 1, "event_id": "i", "kind": "message", "actor": "agent", "text": "t",
+     "payload": {"deep": [[[[{"f": 1e-7}]]]], "e": "\u00e9"}},
+])
+def test_the_line_check_finds_what_the_canonical_scan_finds(record: dict) -> None:
+    """The row native ingest builds (its walk over the line telling whether orjson's bytes are
+    canonical) is the row the model path builds."""
+    from procgrade.engine.canonical import _orjson_is_canonical
+    from procgrade.engine.native import _checked, _row_items
+    from procgrade.engine.stored import _DUMP_IS_RECORD
+
+    for raw in (line(record), json.dumps(record, indent=1).encode(), json.dumps(record, ensure_ascii=True).encode(),
+                json.dumps(record, ensure_ascii=False).encode()):
+        event, parsed, _, canonical = _checked("x.jsonl", 1, raw)
+        if parsed is not None and parsed["kind"] in _DUMP_IS_RECORD:  # the kinds whose rows use it
+            assert canonical == _orjson_is_canonical(parsed.get("payload", {}))
+        (item,) = list(_row_items("x.jsonl", [(1, raw)]))
+        assert item[5] == prepare_row(event)
+
+
+@pytest.mark.parametrize("workers", ["0", "2"])
+def test_a_bad_line_before_an_overlong_one_is_the_one_reported(store: EventStore, tmp_path: Path, workers: str,
+                                                               pool_starts: list[int],
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """Reading stops at a line too long to hold; the lines before it are still checked first."""
+    import procgrade.engine.native as native
+
+    monkeypatch.setenv("PROCGRADE_INGEST_WORKERS", workers)
+    monkeypatch.setattr(native, "MAX_LINE_BYTES", 400)
+    lines = [line(e) for e in interleaved_runs()]
+    for bad_at, long_at in ((3, 20), (60, 75), (3, 76)):  # in buffered blocks, in blocks after the pool started
+        changed = list(lines)
+        changed[bad_at] = b'{"oops"'
+        changed[long_at] = b" " * 500
+        with pytest.raises(InputError) as info:
+            ingest_native(store, [write_lines(tmp_path / "bad.jsonl", changed)])
+        assert info.value.line == bad_at + 1 and "invalid JSON" in info.value.reason
+        changed[bad_at] = lines[bad_at]
+        with pytest.raises(InputError) as info:
+            ingest_native(store, [write_lines(tmp_path / "bad.jsonl", changed)])
+        assert info.value.line == long_at + 1 and "line longer than 400 bytes" in info.value.reason
+    assert store.runs() == []

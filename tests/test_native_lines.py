@@ -1,0 +1,78 @@
+"""Native files read a chunk at a time: the same lines, and the same refusal of an overlong line
+(at the same line, after the same lines), as reading one line at a time with a bounded readline."""
+
+from __future__ import annotations
+
+import io
+import random
+from collections.abc import Iterator
+
+import pytest
+
+import procgrade.engine.native as native
+from procgrade.engine.errors import InputError
+from procgrade.engine.native import bounded_lines
+
+
+def readline_lines(handle: io.BytesIO, source: str, limit: int) -> Iterator[bytes]:
+    """The reference: what bounded_lines did before it read in chunks."""
+    number = 0
+    while True:
+        raw = handle.readline(limit + 1)
+        if not raw:
+            return
+        number += 1
+        if len(raw) > limit and not (len(raw) == limit + 1 and raw.endswith(b"\n")):
+            raise InputError(source, number, None, f"line longer than {limit} bytes")
+        yield raw[:-1] if raw.endswith(b"\n") else raw
+
+
+def outcome(lines: Iterator[bytes]) -> list:
+    got: list = []
+    try:
+        got.extend(lines)
+    except InputError as exc:
+        got.append((exc.source, exc.line, exc.field, exc.reason))
+    return got
+
+
+@pytest.mark.parametrize("chunk", [1, 2, 3, 5, 8, 64])
+def test_chunked_reading_matches_readline(chunk: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(native, "_READ_BYTES", chunk)
+    rng = random.Random(chunk)
+    for _ in range(2000):
+        data = bytes(rng.choice(b"ab\n") for _ in range(rng.randrange(0, 40)))
+        limit = rng.randrange(0, 9)
+        expected = outcome(readline_lines(io.BytesIO(data), "f.jsonl", limit))
+        assert outcome(bounded_lines(io.BytesIO(data), "f.jsonl", limit)) == expected, (data, limit)
+
+
+def test_an_overlong_line_is_refused_after_the_lines_before_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(native, "_READ_BYTES", 4)
+    lines = bounded_lines(io.BytesIO(b"ok\n" + b"x" * 100), "f", 10)
+    assert next(lines) == b"ok"
+    with pytest.raises(InputError, match=r"f:2: -: line longer than 10 bytes"):
+        next(lines)
+
+
+def test_a_repeated_key_is_never_taken_for_a_plain_line() -> None:
+    """Strings holding quotes, backslashes and colons (JSON text inside strings) never hide a
+    repeated key from the key count (they may only send a good line down the slow path)."""
+    import json
+
+    import orjson
+
+    from procgrade.engine.native import _plain_shape
+
+    rng = random.Random(7)
+    alphabet = ['"', "\\", ":", "a", " ", '\\"', '":', "{"]
+    plain_seen = 0
+    for _ in range(3000):
+        value = {f"k{i}": "".join(rng.choice(alphabet) for _ in range(rng.randrange(0, 8)))
+                 for i in range(rng.randrange(1, 5))}
+        nested = {"payload": value, "text": "".join(rng.choice(alphabet) for _ in range(rng.randrange(0, 8)))}
+        raw = json.dumps(nested, separators=(",", ":") if rng.random() < 0.5 else (", ", ": ")).encode()
+        plain_seen += _plain_shape(raw, orjson.loads(raw))[0]
+        repeated = raw.replace(b'{"k0"', b'{"k0":"x","k0"', 1)
+        assert _plain_shape(repeated, orjson.loads(repeated))[0] is False, repeated
+    assert plain_seen > 1000  # most good lines stay on the fast path
