@@ -26,7 +26,7 @@ from pydantic import ValidationError
 from procgrade.engine.errors import InputError
 from procgrade.engine.events import Event, event_adapter
 from procgrade.engine.importers.redaction import Redactor, may_hold_secret_bytes
-from procgrade.engine.json_guards import MAX_DEPTH, duplicate_key, nesting_error
+from procgrade.engine.json_guards import MAX_DEPTH, duplicate_key, key_endings, nesting_error
 
 if TYPE_CHECKING:
     from procgrade.engine.native_workers import PreparePool
@@ -314,8 +314,6 @@ def _checked(source: str, number: int, raw: bytes) -> tuple[Event, dict[str, Any
 
 
 _ADAPTER = event_adapter()
-_KEY_END = re.compile(rb'"[ \t\r\n]*:')
-_SPACED_KEY_END = re.compile(rb'"[ \t\r\n]+:')
 
 
 def _plain_shape(raw: bytes, record: dict[str, Any]) -> tuple[bool, bool]:
@@ -350,27 +348,7 @@ def _plain_shape(raw: bytes, record: dict[str, Any]) -> tuple[bool, bool]:
                 stack.append((value, depth + 1))
             elif kind is float:
                 canonical = False
-    endings = _key_endings(raw)
-    if endings != keys and b'\\"' in raw:  # escaped quotes before a colon (JSON text inside strings)
-        endings = _unescaped_key_endings(raw, endings)
-    return keys == endings, canonical
-
-
-def _key_endings(raw: bytes) -> int:
-    """How many times a quote, optional whitespace and a colon occur in ``raw`` (in strings or not):
-    at least one for every key written (a key's closing quote is one)."""
-    if _SPACED_KEY_END.search(raw) is None:
-        return raw.count(b'":')
-    return len(_KEY_END.findall(raw))
-
-
-def _unescaped_key_endings(raw: bytes, endings: int) -> int:
-    """``endings`` (:func:`_key_endings`) less those whose quote is escaped (after an odd run of
-    backslashes), which ends no string: still at least one for every key written."""
-    return endings - sum(len(run) % 2 for run in _ESCAPED_KEY_END.findall(raw))
-
-
-_ESCAPED_KEY_END = re.compile(rb'(\\+)"[ \t\r\n]*:')
+    return keys == key_endings(raw), canonical
 
 
 def _check_shape(source: str, number: int, raw: bytes) -> None:
