@@ -74,7 +74,7 @@ demo: $(VENV)/.installed-analysis
 test: $(VENV)/.installed-dev
 	$(BIN)/python -m pytest -q
 
-# Every bench in one run (about ten minutes here): one table of ratios, CPU time and peak memory.
+# Every bench in one run (about three minutes here when idle): one table of ratios, CPU time and peak memory.
 bench: $(VENV)/.installed-dev
 	$(BIN)/python bench/suite.py
 
