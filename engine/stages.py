@@ -29,7 +29,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["StageConflict", "StageTracker", "derive_stages", "tracker_after", "envelope"]
+__all__ = ["MAX_STAGE", "StageConflict", "StageTracker", "derive_stages", "tracker_after", "envelope"]
+
+#: The largest stage or round index: what an event's ``stage`` may say (``engine.events.StageIndex``)
+#: and what the stored ``in_stage`` column (a 32-bit integer on PostgreSQL) holds.
+MAX_STAGE = 2**31 - 1
 
 
 class StageConflict(ValueError):
@@ -68,6 +72,9 @@ class StageTracker:
             self.open, self.round_open = None, False
         elif self.opens_round(kind, actor):
             derived = stage if stage is not None else (1 if self.highest is None else self.highest + 1)
+            if derived > MAX_STAGE:  # the events' own stage field, and the stored column, stop here
+                self._conflict(seq, f"this correction would open round {derived}, past the largest stage "
+                                    f"index {MAX_STAGE} (stage {self.highest} came before it)")
             self.open, self.round_open = derived, True
         elif self.open is not None:
             if stage is not None and stage != self.open:

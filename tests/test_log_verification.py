@@ -186,3 +186,23 @@ def test_an_event_disagreeing_with_its_markers_is_refused(store: EventStore, tmp
     assert str(raised.value).startswith(f"{path}:3: seq: ")
     assert "says stage 1 but it lies in stage 0" in str(raised.value)
     assert store.runs() == []
+
+
+def test_a_round_past_the_largest_stage_index_is_refused(store: EventStore, tmp_path: Path) -> None:
+    """A human's correction after stage 2**31 - 1 would open a round the ``stage`` field and the
+    stored column (32-bit on PostgreSQL) cannot hold: refused with its line, nothing written."""
+    from procgrade.engine.errors import StoreError
+    from procgrade.engine.ingest import ingest_native
+
+    top = 2**31 - 1
+    lines = [ev("run_started", 0, "late", actor="harness", harness={"name": "h"}),
+             ev("stage_started", 1, "late", actor="harness", stage=top),
+             ev("stage_ended", 2, "late", actor="harness", stage=top, status="completed"),
+             ev("correction", 3, "late", actor="human", text="the pane is blank")]
+    path = tmp_path / "late.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    with pytest.raises(StoreError) as raised:
+        ingest_native(store, [path])
+    assert str(raised.value).startswith(f"{path}:4: seq: ")
+    assert f"would open round {top + 1}, past the largest stage index {top}" in str(raised.value)
+    assert store.runs() == []
