@@ -15,10 +15,9 @@ import json
 import math
 import re
 from collections.abc import Iterable, Iterator
-from typing import Any, BinaryIO
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 import orjson
 from pydantic import ValidationError
