@@ -31,7 +31,7 @@ from procgrade.engine.events import EVENT_KINDS, Event, event_adapter
 from procgrade.engine.facts import FACT_COLUMNS, extract_facts
 
 __all__ = ["STORED_COLUMNS", "DERIVED_COLUMNS", "FACT_SLICE", "IN_STAGE", "FACTS", "StoredEvent", "to_stored",
-           "to_event", "header_bytes", "prepare_row", "chain_rows"]
+           "to_event", "header_bytes", "prepare_row", "chain_rows", "chain_hashes"]
 
 _ENVELOPE = ("run_id", "seq", "event_id", "ts", "kind", "actor", "stage", "parent_seq")
 _TRAILER = ("facts", "payload", "payload_sha256", "hash")
@@ -145,10 +145,17 @@ def prepare_row(event: Event, record: dict[str, Any] | None = None, canonical: b
 def chain_rows(rows: Sequence[list[Any]], prev_hash: str, stage_of: Callable[[list[Any]], int | None]) -> str:
     """Finish prepared rows in place, in order: the derived stage (``stage_of(row)``) and the
     chain hash after ``prev_hash``; returns the last hash. The sequential part of a row."""
+    for row in rows:
+        row[IN_STAGE] = stage_of(row)
+    return chain_hashes(rows, prev_hash)
+
+
+def chain_hashes(rows: Sequence[list[Any]], prev_hash: str) -> str:
+    """The hash part of :func:`chain_rows` alone: each row's canonical header (its hash slot)
+    becomes its chain hash after ``prev_hash``; returns the last hash."""
     prev = bytes.fromhex(prev_hash)
     sha256 = hashlib.sha256
     for row in rows:
-        row[IN_STAGE] = stage_of(row)
         prev = sha256(prev + row[-1]).digest()
         row[-1] = prev.hex()
     return prev.hex()
