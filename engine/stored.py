@@ -127,11 +127,10 @@ def prepare_row(event: Event, record: dict[str, Any] | None = None, canonical: b
         else:  # floats (maybe integers beyond 64 bits orjson read as floats): the model's values decide
             payload_bytes, stored = canonical_and_faithful(event.payload)
         payload_sha = hashlib.sha256(payload_bytes).hexdigest()
-        fact_fields = {k: v for k, v in record.items() if v is not None and k not in _NOT_FACTS_OR_PAYLOAD}
-        header = {k: v for k, v in record.items() if v is not None and k in _ENVELOPE_SET}
-        header.update(fact_fields)
+        header = {k: v for k, v in record.items() if v is not None and k not in _PAYLOAD_FIELDS}
+        fact_fields = {k: v for k, v in header.items() if k not in _ENVELOPE_SET}
         header["payload_sha256"] = payload_sha
-        header_canonical = canonical_json_of_typed(header)
+        header_canonical = canonical_json_of_typed(header)  # sorted keys: the insertion order is no matter
         facts = canonical_json_of_typed(fact_fields)
     else:
         header, stored, payload_sha = _header(event)
@@ -163,7 +162,8 @@ def chain_hashes(rows: Sequence[list[Any]], prev_hash: str) -> str:
 
 _NO_PAYLOAD: dict[str, Any] = {}
 _ENVELOPE_SET = frozenset(_ENVELOPE)
-_NOT_FACTS_OR_PAYLOAD = _NOT_FACTS | {"payload"}
+#: Fields of a line that are not the header's own: the payload (the header holds its digest).
+_PAYLOAD_FIELDS = frozenset({"payload", "payload_sha256"})
 
 
 def _models_in(annotation: Any) -> bool:
