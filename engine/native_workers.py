@@ -212,14 +212,19 @@ def _blocks(lines: Iterable[bytes]) -> Iterator[tuple[int, list[bytes]]]:
     """(number of the first line, lines) in blocks of at most BLOCK_LINES lines or about BLOCK_BYTES."""
     block: list[bytes] = []
     size, first = 0, 1
-    for number, raw in enumerate(lines, start=1):
-        if not block:
-            first = number
-        block.append(raw)
-        size += len(raw)
-        if len(block) >= BLOCK_LINES or size >= BLOCK_BYTES:
+    try:
+        for number, raw in enumerate(lines, start=1):
+            if not block:
+                first = number
+            block.append(raw)
+            size += len(raw)
+            if len(block) >= BLOCK_LINES or size >= BLOCK_BYTES:
+                yield first, block
+                block, size = [], 0
+    except InputError:  # a line that cannot be read: the lines before it are checked first
+        if block:
             yield first, block
-            block, size = [], 0
+        raise
     if block:
         yield first, block
 

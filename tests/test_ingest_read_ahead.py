@@ -131,3 +131,24 @@ def test_lines_read_ahead_and_dropped_are_not_read_again(tmp_path: Path, monkeyp
             list(pool.row_items("1.jsonl", bad))
         with pytest.raises(RuntimeError, match="read ahead"):
             list(pool.row_items("2.jsonl", later))
+
+
+@pytest.mark.parametrize("workers", ["0", "2"])
+@pytest.mark.parametrize("bad_at,long_at", [(2, 3), (71, 73), (70, 74)])
+def test_a_bad_line_just_before_an_overlong_one_in_the_same_block_wins(
+        store: EventStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, workers: str,
+        bad_at: int, long_at: int) -> None:
+    """The lines read before an overlong line that had not yet made a whole block are checked
+    before reading's error is raised (they were once dropped with the unfinished block)."""
+    import procgrade.engine.native as native
+
+    monkeypatch.setattr(native_workers, "BLOCK_LINES", 5)
+    monkeypatch.setenv("PROCGRADE_INGEST_WORKERS", workers)
+    monkeypatch.setattr(native, "MAX_LINE_BYTES", 400)
+    lines = [line(e) for e in small_run("a")[:7] + extra_events("a", 7, 80)]
+    lines[bad_at] = b'{"oops"'
+    lines[long_at] = b" " * 500
+    with pytest.raises(InputError) as info:
+        ingest_native(store, [write_lines(tmp_path / "bad.jsonl", lines)])
+    assert info.value.line == bad_at + 1 and "invalid JSON" in info.value.reason
+    assert store.runs() == []
