@@ -107,7 +107,7 @@ class PreparePool:
             held: list[Any] = []
             for block in blocks:
                 held.append(block)
-                if isinstance(block, InputError):
+                if isinstance(block, Exception):
                     break
                 self._blocks_read += 1
                 if self._blocks_read > POOL_MIN_BLOCKS:
@@ -115,7 +115,7 @@ class PreparePool:
                     break
             if self._pool is None:  # the input so far is small: no process pays its start-up
                 for block in held:
-                    if isinstance(block, InputError):
+                    if isinstance(block, Exception):
                         raise block
                     first, block_lines = block
                     yield from _row_items(source, enumerate(block_lines, start=first))
@@ -134,7 +134,7 @@ class PreparePool:
                     finished = True
                     return
                 item = pending.popleft()[1]
-                if isinstance(item, InputError):
+                if isinstance(item, Exception):
                     raise item
                 yield from _unpacked(source, item.result())
         finally:
@@ -169,7 +169,7 @@ class PreparePool:
             block = next(blocks, None)
             if block is None:
                 self._feed = None
-            elif isinstance(block, InputError):  # raised when this file's items reach it
+            elif isinstance(block, Exception):  # raised when this file's items reach it
                 pending.append((lines, block))
                 self._feed = None
             else:
@@ -178,11 +178,14 @@ class PreparePool:
     def _drop_ahead(self) -> None:
         """Cancel every block in flight and stop handing out the current file."""
         for lines, future in self._pending:
-            if not isinstance(future, InputError):
+            if not isinstance(future, Exception):
                 future.cancel()
         dropped = {id(lines): lines for lines, _item in self._pending}
         if self._feed is not None:
             dropped[id(self._feed[0])] = self._feed[0]
+            close = getattr(self._feed[2], "close", None)
+            if close is not None:  # the reading under way: its file is closed now
+                close()
         for lines in dropped.values():
             close = getattr(lines, "close", None)
             if close is not None:  # a generator over an open file: let it go now
@@ -200,11 +203,12 @@ class PreparePool:
 
 
 def _read_ahead(blocks: Iterator[tuple[int, list[bytes]]]) -> Iterator[Any]:
-    """The blocks, then the error that stopped reading (if one did) as the last item, so the
-    lines read before it are checked before it is raised."""
+    """The blocks, then the error that stopped reading (if one did: a line too long, a file
+    that cannot be read or fails midway) as the last item, so the lines read before it are
+    checked before it is raised, and a file read ahead raises only once its turn comes."""
     try:
         yield from blocks
-    except InputError as exc:
+    except Exception as exc:
         yield exc
 
 
@@ -221,7 +225,7 @@ def _blocks(lines: Iterable[bytes]) -> Iterator[tuple[int, list[bytes]]]:
             if len(block) >= BLOCK_LINES or size >= BLOCK_BYTES:
                 yield first, block
                 block, size = [], 0
-    except InputError:  # a line that cannot be read: the lines before it are checked first
+    except Exception:  # a line or file that cannot be read: the lines before it are checked first
         if block:
             yield first, block
         raise

@@ -152,3 +152,34 @@ def test_a_bad_line_just_before_an_overlong_one_in_the_same_block_wins(
         ingest_native(store, [write_lines(tmp_path / "bad.jsonl", lines)])
     assert info.value.line == bad_at + 1 and "invalid JSON" in info.value.reason
     assert store.runs() == []
+
+
+def test_a_file_failing_midway_raises_in_its_turn(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An I/O error while a later file is read ahead waits for that file's turn (after its lines
+    read before the error); a bad line in the file before still wins."""
+    monkeypatch.setattr(native_workers, "BLOCK_LINES", 3)
+    monkeypatch.setattr(native_workers, "POOL_MIN_BLOCKS", 1)
+    first, second = runs(2, 40)
+
+    def failing() -> object:
+        yield from (line(e) for e in second[:10])
+        raise OSError("the disk went away")
+
+    good = [line(e) for e in first]
+    bad = list(good)
+    bad[30] = b"{"
+    with native_workers.PreparePool(1) as pool:
+        later = failing()
+        pool.expect([("1.jsonl", bad), ("2.jsonl", later)])
+        with pytest.raises(InputError) as info:
+            list(pool.row_items("1.jsonl", bad))
+        assert info.value.line == 31
+    with native_workers.PreparePool(1) as pool:
+        later = failing()
+        pool.expect([("1.jsonl", good), ("2.jsonl", later)])
+        assert len(list(pool.row_items("1.jsonl", good))) == 40
+        items = []
+        with pytest.raises(OSError, match="disk went away"):
+            for item in pool.row_items("2.jsonl", later):
+                items.append(item)
+        assert [item[0] for item in items] == list(range(1, 11))
