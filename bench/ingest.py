@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import gc
 import os
+import resource
 import sys
 import tempfile
 import time
@@ -51,18 +52,31 @@ def run_rows(rows: list[tuple]) -> list[tuple]:
     return [(run_id, count) for run_id, count in seen.items()]
 
 
+#: CPU seconds of each side's last measurement (this process and its waited-for children:
+#: ingest's worker processes), printed beside the wall-clock ratio: on a shared machine the
+#: wall clock of the side that uses two processes suffers most from other load.
+cpu_seconds: dict[str, float] = {}
+
+
+def _cpu() -> float:
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
 def bare_insert(url: str, rows: list[tuple]) -> float:
     """The limit: the store's own bulk path (executemany on SQLite, COPY BINARY on PostgreSQL)
     fed the already prepared rows, in one transaction, with no parsing, validation or hashing."""
     store = open_store(url, create=True)
     raw = store.engine.raw_connection()
     gc.disable()
+    cpu = _cpu()
     start = time.perf_counter()
     tx = store._begin(raw)
     tx.executemany(store._sql("INSERT INTO runs (run_id, event_count) VALUES (?, ?)"), run_rows(rows))
     store._insert_rows(tx, rows)
     raw.commit()
     elapsed = time.perf_counter() - start
+    cpu_seconds["bare"] = _cpu() - cpu
     gc.enable()
     raw.close()
     store.close()
@@ -71,9 +85,11 @@ def bare_insert(url: str, rows: list[tuple]) -> float:
 
 def timed_ingest(url: str, paths: list[Path]) -> float:
     store = open_store(url, create=True)
+    cpu = _cpu()
     start = time.perf_counter()
     ingest_native(store, paths)
     elapsed = time.perf_counter() - start
+    cpu_seconds["ingest"] = _cpu() - cpu
     store.close()
     return elapsed
 
@@ -136,7 +152,7 @@ def main() -> None:
         results = []
         ingest_s = timed_ingest(f"sqlite:///{tmpdir}/ingest.db", paths)
         bare_s = bare_insert(f"sqlite:///{tmpdir}/bare.db", rows)
-        results.append(("sqlite", ingest_s, bare_s))
+        results.append(("sqlite", ingest_s, bare_s, cpu_seconds["ingest"], cpu_seconds["bare"]))
         if not args.skip_postgres:
             schema, url = postgres_schema(args.pg)
             try:
@@ -148,11 +164,18 @@ def main() -> None:
                 bare_s = bare_insert(url, rows)
             finally:
                 drop_schema(args.pg, schema)
-            results.append(("postgresql", ingest_s, bare_s))
+            results.append(("postgresql", ingest_s, bare_s, cpu_seconds["ingest"], cpu_seconds["bare"]))
 
         print(f"{'database':<11} {'ingest ev/s':>12} {'bare ev/s':>12} {'ingest/bare':>12}")
-        for name, ingest_s, bare_s in results:
+        for name, ingest_s, bare_s, _ingest_cpu, _bare_cpu in results:
             print(f"{name:<11} {total / ingest_s:>12,.0f} {total / bare_s:>12,.0f} {bare_s / ingest_s:>11.2f}x")
+        # CPU of this process and its workers: what the cores must share, whatever else runs beside
+        # the bench (the PostgreSQL server's CPU, most of a COPY's, is not counted)
+        for name, ingest_s, bare_s, ingest_cpu, bare_cpu in results:
+            ratio = f"bare/ingest {bare_cpu / ingest_cpu:.2f} of the CPU time" if name == "sqlite" else \
+                "client side only"
+            print(f"{name:<11} CPU s: ingest {ingest_cpu:.2f} (workers included), bare {bare_cpu:.2f}, {ratio}; "
+                  f"wall s: ingest {ingest_s:.2f}, bare {bare_s:.2f}")
         if args.large_events:
             large_payloads(tmpdir, args)
     print(f"load average {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} (1 and 5 min)")

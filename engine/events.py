@@ -43,7 +43,40 @@ TS_PATTERN = r"^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d{1,9})?([Zz]|[+-]\d{
 def is_instant(text: str) -> bool:
     """Whether ``text`` (already matching :data:`TS_PATTERN`) names a real instant: month 1-12,
     a day the month has, hours 0-23, minutes 0-59, seconds 0-60 (a leap second), offsets
-    within a day. ``2026-13-45T25:61:61Z`` matches the pattern and is none of these."""
+    within a day. ``2026-13-45T25:61:61Z`` matches the pattern and is none of these.
+
+    Every event's ``ts`` comes here, so the common ASCII form is decided by comparing its digit
+    pairs, with each date checked once (a log holds few dates); anything else takes the full
+    parse (``tests/test_instant_fast_path.py`` holds the two equal)."""
+    if _ASCII_INSTANT.fullmatch(text) is None:
+        return _parsed_instant(text)
+    real_date = _REAL_DATES.get(text[:10])
+    if real_date is None:
+        real_date = _real_date(text[:10])
+    if not real_date or text[11:13] > "23" or text[14:16] > "59" or text[17:19] > "60":
+        return False
+    return text[-1] in "Zz" or (text[-5:-3] < "24" and text[-2:] < "60")
+
+
+_ASCII_INSTANT = re.compile(r"\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(?:\.\d{1,9})?(?:[Zz]|[+-]\d{2}:\d{2})", re.ASCII)
+#: YYYY-MM-DD -> is it a real date (at most a few thousand remembered).
+_REAL_DATES: dict[str, bool] = {}
+
+
+def _real_date(date: str) -> bool:
+    try:
+        _datetime.fromisoformat(date)
+    except ValueError:
+        real = False
+    else:
+        real = True
+    if len(_REAL_DATES) < 4096:
+        _REAL_DATES[date] = real
+    return real
+
+
+def _parsed_instant(text: str) -> bool:
+    """:func:`is_instant` by a full parse (what it always did)."""
     date, time = text[:10], text[11:]
     zone_at = max(time.rfind("+"), time.rfind("-"), time.upper().rfind("Z"))
     clock, zone = time[:zone_at], time[zone_at:].upper()

@@ -189,8 +189,10 @@ def ingest_native(store: EventStore, paths: Sequence[Path | str], *, seal: bool 
     """
     reports: list[IngestReport] = []
     with _no_cyclic_gc(), _prepare_pool() as pool, store.writer() as writer:
-        for path in paths:
-            reports.extend(_append_native(writer, _native_rows(str(path), _file_lines(path), pool), seal))
+        files = [(str(path), _file_lines(path)) for path in paths]  # opened only when read
+        pool.expect(files)  # the next file is read and prepared while the last rows of one go in
+        for source, lines in files:
+            reports.extend(_append_native(writer, _native_rows(source, lines, pool), seal))
     return reports
 
 

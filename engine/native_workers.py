@@ -52,6 +52,15 @@ class PreparePool:
         self.workers = workers
         self._pool: ProcessPoolExecutor | None = None
         self._blocks_read = 0
+        #: Blocks handed to the workers, oldest first: (the lines they came from, the future, or
+        #: the error that stopped reading those lines).
+        self._pending: deque[tuple[Iterable[bytes], Any]] = deque()
+        #: The file whose blocks are being handed out: (its lines, its source, its blocks).
+        self._feed: tuple[Iterable[bytes], str, Iterator[Any]] | None = None
+        #: Files to read once the one under way is all handed out (see :meth:`expect`).
+        self._upcoming: deque[tuple[str, Iterable[bytes]]] = deque()
+        #: Lines read ahead and then given up (an error): they cannot be read again.
+        self._dropped: list[Iterable[bytes]] = []
 
     def __enter__(self) -> "PreparePool":
         return self
@@ -63,8 +72,18 @@ class PreparePool:
     def started(self) -> bool:
         return self._pool is not None
 
+    def expect(self, files: Iterable[tuple[str, Iterable[bytes]]]) -> None:
+        """The files (source, lines) this ingest reads next, in order, each later passed to
+        :meth:`row_items` as the very same lines object: once the workers run, the next file's
+        blocks go to them while the writer still inserts the last rows of the one before, so
+        the pipeline does not drain at each file's end. Only reading moves earlier: the rows and
+        errors of each file still come out of its own :meth:`row_items`, in file order."""
+        self._upcoming.extend(files)
+
     def close(self) -> None:
         """Cancel blocks not yet started, wait for the running ones, end the processes."""
+        self._drop_ahead()
+        self._upcoming.clear()
         pool, self._pool = self._pool, None
         if pool is not None:
             pool.shutdown(wait=True, cancel_futures=True)
@@ -77,15 +96,18 @@ class PreparePool:
         checked, so the first problem in file order is the one reported, as in one process."""
         from procgrade.engine.native import _row_items
 
+        if any(lines is dropped for dropped in self._dropped):
+            raise RuntimeError(f"{source}: its lines were read ahead and given up after an error")
+        self._forget_upcoming(lines)
         if self.workers <= 0:  # line by line, nothing held
             yield from _row_items(source, enumerate(lines, start=1))
             return
-        blocks = _read_ahead(_blocks(lines))
-        held: list[Any] = []
         if self._pool is None:
+            blocks = _read_ahead(_blocks(lines))
+            held: list[Any] = []
             for block in blocks:
                 held.append(block)
-                if isinstance(block, InputError):
+                if isinstance(block, Exception):
                     break
                 self._blocks_read += 1
                 if self._blocks_read > POOL_MIN_BLOCKS:
@@ -93,27 +115,84 @@ class PreparePool:
                     break
             if self._pool is None:  # the input so far is small: no process pays its start-up
                 for block in held:
-                    if isinstance(block, InputError):
+                    if isinstance(block, Exception):
                         raise block
                     first, block_lines = block
                     yield from _row_items(source, enumerate(block_lines, start=first))
                 return
-        pool = self._pool
-        pending: "deque[Future[tuple[bytes, tuple | None]]]" = deque()
+            self._drop_ahead()
+            self._feed = (lines, source, itertools.chain(held, blocks))
+        elif not self._reading(lines):  # not read ahead: whatever was is of no use now
+            self._drop_ahead()
+            self._feed = (lines, source, _read_ahead(_blocks(lines)))
+        pending = self._pending
+        finished = False
         try:
-            for block in itertools.chain(held, blocks):
-                if isinstance(block, InputError):
-                    while pending:
-                        yield from _unpacked(source, pending.popleft().result())
-                    raise block
-                while len(pending) >= _WINDOW * self.workers:
-                    yield from _unpacked(source, pending.popleft().result())
-                pending.append(pool.submit(_prepare_block, source, *block))
-            while pending:
-                yield from _unpacked(source, pending.popleft().result())
+            while True:
+                self._fill()
+                if not pending or pending[0][0] is not lines:  # every block of this file is consumed
+                    finished = True
+                    return
+                item = pending.popleft()[1]
+                if isinstance(item, Exception):
+                    raise item
+                yield from _unpacked(source, item.result())
         finally:
-            for future in pending:  # an error or an early stop: nothing more of this file is wanted
+            if not finished:  # an error or an early stop: nothing more of this ingest is read ahead
+                self._drop_ahead()
+                self._dropped.extend(later for _source, later in self._upcoming)
+                self._upcoming.clear()
+
+    def _reading(self, lines: Iterable[bytes]) -> bool:
+        """Are ``lines`` the file whose blocks are handed out or waiting to be consumed?"""
+        return bool(self._pending and self._pending[0][0] is lines) or (
+            self._feed is not None and self._feed[0] is lines)
+
+    def _forget_upcoming(self, lines: Iterable[bytes]) -> None:
+        """Take ``lines`` (and any file expected before it) off the files to read ahead."""
+        if any(lines is later for _source, later in self._upcoming):
+            while self._upcoming.popleft()[1] is not lines:
+                pass
+
+    def _fill(self) -> None:
+        """Hand blocks to the workers until :data:`_WINDOW` per worker are in flight, going on
+        to the next expected file once the current one is all handed out."""
+        pending, pool = self._pending, self._pool
+        assert pool is not None
+        while len(pending) < _WINDOW * self.workers:
+            if self._feed is None:
+                if not self._upcoming:
+                    return
+                source, lines = self._upcoming.popleft()
+                self._feed = (lines, source, _read_ahead(_blocks(lines)))
+            lines, source, blocks = self._feed
+            block = next(blocks, None)
+            if block is None:
+                self._feed = None
+            elif isinstance(block, Exception):  # raised when this file's items reach it
+                pending.append((lines, block))
+                self._feed = None
+            else:
+                pending.append((lines, pool.submit(_prepare_block, source, *block)))
+
+    def _drop_ahead(self) -> None:
+        """Cancel every block in flight and stop handing out the current file."""
+        for lines, future in self._pending:
+            if not isinstance(future, Exception):
                 future.cancel()
+        dropped = {id(lines): lines for lines, _item in self._pending}
+        if self._feed is not None:
+            dropped[id(self._feed[0])] = self._feed[0]
+            close = getattr(self._feed[2], "close", None)
+            if close is not None:  # the reading under way: its file is closed now
+                close()
+        for lines in dropped.values():
+            close = getattr(lines, "close", None)
+            if close is not None:  # a generator over an open file: let it go now
+                close()
+        self._dropped.extend(dropped.values())
+        self._pending.clear()
+        self._feed = None
 
     def _start(self) -> None:
         import multiprocessing
@@ -124,11 +203,12 @@ class PreparePool:
 
 
 def _read_ahead(blocks: Iterator[tuple[int, list[bytes]]]) -> Iterator[Any]:
-    """The blocks, then the error that stopped reading (if one did) as the last item, so the
-    lines read before it are checked before it is raised."""
+    """The blocks, then the error that stopped reading (if one did: a line too long, a file
+    that cannot be read or fails midway) as the last item, so the lines read before it are
+    checked before it is raised, and a file read ahead raises only once its turn comes."""
     try:
         yield from blocks
-    except InputError as exc:
+    except Exception as exc:
         yield exc
 
 
@@ -136,14 +216,19 @@ def _blocks(lines: Iterable[bytes]) -> Iterator[tuple[int, list[bytes]]]:
     """(number of the first line, lines) in blocks of at most BLOCK_LINES lines or about BLOCK_BYTES."""
     block: list[bytes] = []
     size, first = 0, 1
-    for number, raw in enumerate(lines, start=1):
-        if not block:
-            first = number
-        block.append(raw)
-        size += len(raw)
-        if len(block) >= BLOCK_LINES or size >= BLOCK_BYTES:
+    try:
+        for number, raw in enumerate(lines, start=1):
+            if not block:
+                first = number
+            block.append(raw)
+            size += len(raw)
+            if len(block) >= BLOCK_LINES or size >= BLOCK_BYTES:
+                yield first, block
+                block, size = [], 0
+    except Exception:  # a line or file that cannot be read: the lines before it are checked first
+        if block:
             yield first, block
-            block, size = [], 0
+        raise
     if block:
         yield first, block
 

@@ -31,7 +31,7 @@ from procgrade.engine.events import EVENT_KINDS, Event, event_adapter
 from procgrade.engine.facts import FACT_COLUMNS, extract_facts
 
 __all__ = ["STORED_COLUMNS", "DERIVED_COLUMNS", "FACT_SLICE", "IN_STAGE", "FACTS", "StoredEvent", "to_stored",
-           "to_event", "header_bytes", "prepare_row", "chain_rows"]
+           "to_event", "header_bytes", "prepare_row", "chain_rows", "chain_hashes"]
 
 _ENVELOPE = ("run_id", "seq", "event_id", "ts", "kind", "actor", "stage", "parent_seq")
 _TRAILER = ("facts", "payload", "payload_sha256", "hash")
@@ -127,11 +127,10 @@ def prepare_row(event: Event, record: dict[str, Any] | None = None, canonical: b
         else:  # floats (maybe integers beyond 64 bits orjson read as floats): the model's values decide
             payload_bytes, stored = canonical_and_faithful(event.payload)
         payload_sha = hashlib.sha256(payload_bytes).hexdigest()
-        fact_fields = {k: v for k, v in record.items() if v is not None and k not in _NOT_FACTS_OR_PAYLOAD}
-        header = {k: v for k, v in record.items() if v is not None and k in _ENVELOPE_SET}
-        header.update(fact_fields)
+        header = {k: v for k, v in record.items() if v is not None and k not in _PAYLOAD_FIELDS}
+        fact_fields = {k: v for k, v in header.items() if k not in _ENVELOPE_SET}
         header["payload_sha256"] = payload_sha
-        header_canonical = canonical_json_of_typed(header)
+        header_canonical = canonical_json_of_typed(header)  # sorted keys: the insertion order is no matter
         facts = canonical_json_of_typed(fact_fields)
     else:
         header, stored, payload_sha = _header(event)
@@ -145,10 +144,17 @@ def prepare_row(event: Event, record: dict[str, Any] | None = None, canonical: b
 def chain_rows(rows: Sequence[list[Any]], prev_hash: str, stage_of: Callable[[list[Any]], int | None]) -> str:
     """Finish prepared rows in place, in order: the derived stage (``stage_of(row)``) and the
     chain hash after ``prev_hash``; returns the last hash. The sequential part of a row."""
+    for row in rows:
+        row[IN_STAGE] = stage_of(row)
+    return chain_hashes(rows, prev_hash)
+
+
+def chain_hashes(rows: Sequence[list[Any]], prev_hash: str) -> str:
+    """The hash part of :func:`chain_rows` alone: each row's canonical header (its hash slot)
+    becomes its chain hash after ``prev_hash``; returns the last hash."""
     prev = bytes.fromhex(prev_hash)
     sha256 = hashlib.sha256
     for row in rows:
-        row[IN_STAGE] = stage_of(row)
         prev = sha256(prev + row[-1]).digest()
         row[-1] = prev.hex()
     return prev.hex()
@@ -156,7 +162,8 @@ def chain_rows(rows: Sequence[list[Any]], prev_hash: str, stage_of: Callable[[li
 
 _NO_PAYLOAD: dict[str, Any] = {}
 _ENVELOPE_SET = frozenset(_ENVELOPE)
-_NOT_FACTS_OR_PAYLOAD = _NOT_FACTS | {"payload"}
+#: Fields of a line that are not the header's own: the payload (the header holds its digest).
+_PAYLOAD_FIELDS = frozenset({"payload", "payload_sha256"})
 
 
 def _models_in(annotation: Any) -> bool:

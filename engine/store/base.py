@@ -35,7 +35,7 @@ from procgrade.engine.store.schema import events as events_table
 from procgrade.engine.store.schema import runs as runs_table
 from procgrade.engine.stages import StageConflict, StageTracker, tracker_after
 from procgrade.engine.canonical import parse_json
-from procgrade.engine.stored import FACTS, STORED_COLUMNS, chain_rows, prepare_row, to_event
+from procgrade.engine.stored import FACTS, IN_STAGE, STORED_COLUMNS, chain_hashes, prepare_row, to_event
 
 __all__ = ["EventStore", "RunInfo", "AppendResult"]
 
@@ -108,7 +108,10 @@ class EventStore:
             except StageConflict as exc:
                 raise StoreError(f"run {run_id}: seq {row[1]}: {exc}", run_id=run_id, seq=row[1]) from None
 
-        chain_rows(rows, prev, stage_of)
+        if not _stages_in_bulk(rows, tracker):
+            for row in rows:
+                row[IN_STAGE] = stage_of(row)
+        chain_hashes(rows, prev)
         if trackers is not None and rows:
             trackers[run_id] = (rows[-1][1] + 1, tracker)
         held = max(0, min(len(rows), info.event_count - first))
@@ -374,7 +377,41 @@ def _check_consecutive(run_id: str, events: Sequence[Event]) -> None:
                              run_id=run_id, seq=event.seq)
 
 
+#: Kinds that open, close or may open a stage: a piece holding none of them keeps the stage state.
+_STAGE_KINDS = frozenset({"stage_started", "stage_ended", "correction"})
+
+
+def _stages_in_bulk(rows: list[list[Any]], tracker: StageTracker) -> bool:
+    """Set the derived stage of the common piece at once, as ``tracker.step`` row by row would:
+    with no marker or correction among the rows, each is in the open stage (which any stage
+    it carries must equal) or, with none open, in its own stage. False (nothing set) otherwise,
+    a conflict included: the caller then steps row by row, which words the error."""
+    if not _STAGE_KINDS.isdisjoint([row[4] for row in rows]):
+        return False
+    stages = [row[6] for row in rows]
+    open_stage = tracker.open
+    if open_stage is None:
+        derived = stages
+        given = [stage for stage in stages if stage is not None]
+        top = max(given) if given else None
+    elif stages.count(None) + stages.count(open_stage) == len(stages):
+        derived = [open_stage] * len(rows)
+        top = open_stage if rows else None
+    else:
+        return False
+    for row, stage in zip(rows, derived):
+        row[IN_STAGE] = stage
+    if top is not None and (tracker.highest is None or top > tracker.highest):
+        tracker.highest = top
+    return True
+
+
 def _check_consecutive_rows(run_id: str, rows: list[list[Any]]) -> None:
+    if rows:  # the common case at once; else row by row, which words the error
+        first = rows[0][1]
+        if [row[0] for row in rows].count(run_id) == len(rows) and \
+                [row[1] for row in rows] == list(range(first, first + len(rows))):
+            return
     for i, row in enumerate(rows):
         if row[0] != run_id:
             raise StoreError(f"event {row[2]!r} belongs to run {row[0]}, not {run_id}", run_id=run_id, seq=row[1])
