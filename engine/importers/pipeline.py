@@ -1,18 +1,22 @@
-"""Reading and writing at once: a forked worker reads a unit's runs while ingest writes them.
+"""Reading and writing at once: a forked worker reads and prepares a unit's runs while ingest
+writes them.
 
-Reading a harness log (parsing, redaction, building events) and writing it (canonical JSON,
-hashes, inserts) each take about half of an import; one process does one after the other and
-keeps one core busy. Here a child process, forked when a unit is read, runs the importer and
-hands each finished run over a bounded queue (a few runs in flight, so memory stays bounded by
-the runs, not the source), while the parent, the one writer, appends them in order. The child
-only reads: it never touches the store (it leaves with ``os._exit``, so nothing inherited is
-closed or flushed), and an error it meets is handed over and raised by the parent, where the
+Reading a harness log (parsing, redaction, building events), preparing its rows (canonical
+JSON, payload hashes: :func:`procgrade.engine.stored.prepare_row`) and writing them (chain
+hashes, inserts) each take a share of an import; one process does one after the other and
+keeps one core busy. Here a child process, forked when a unit is read, runs the importer,
+prepares each finished run's rows and hands them over a bounded queue (a few runs in flight,
+so memory stays bounded by the runs, not the source), while the parent, the one writer, only
+chains and appends them in order. Rows are lists of strings and numbers: they pickle and
+unpickle at memory speed, unlike the events' models and payloads. The child only reads: it
+never touches the store (it leaves with ``os._exit``, so nothing inherited is closed or
+flushed), and an error it meets is handed over and raised by the parent, where the
 transaction is rolled back as always.
 
 Used where ``fork`` exists, the unit holds enough runs to be worth the hand-over (a unit the
 importer says is big) and a core is idle (see :func:`_parallel`); otherwise, and with
 ``PROCGRADE_IMPORT_WORKERS=0``, runs are read in the writing process as before. Either way the
-runs, and so the stored bytes, are the same.
+runs' rows, and so the stored bytes, are the same.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ import os
 import pickle
 import sys
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 from procgrade.engine.errors import InputError
@@ -29,7 +34,7 @@ from procgrade.engine.importers.base import Importer, Unit
 from procgrade.engine.importers.building import ImportedRun
 from procgrade.engine.importers.source_tree import SourceTree
 
-__all__ = ["runs_of", "IN_FLIGHT"]
+__all__ = ["PreparedRun", "prepared_runs_of", "IN_FLIGHT"]
 
 #: Runs read ahead of the writer at most (each held pickled in the queue).
 IN_FLIGHT = 4
@@ -37,10 +42,34 @@ _DONE = b"done"
 _FAILED = b"failed"
 
 
-def runs_of(importer: Importer, tree: SourceTree, unit: Unit) -> Iterator[ImportedRun]:
-    """``importer.iter_runs(tree, unit)``, read by a forked worker when that is worth it."""
+@dataclass
+class PreparedRun:
+    """One imported run as ingest writes it: its rows, prepared (``RunWriter.append_rows``), and
+    where each seq came from (for the store's errors)."""
+
+    run_id: str
+    rows: list[list[Any]]
+    places: list[tuple[str, str]]
+    #: The tree the places are in (None from the worker: the parent fills in its own).
+    tree: SourceTree | None
+
+
+def prepared(run: ImportedRun) -> PreparedRun:
+    """``run``'s rows (its events let go of as they are prepared: memory holds one form)."""
+    from procgrade.engine.stored import prepare_row
+
+    events = run.events
+    rows = [prepare_row(event) for event in events]
+    run.events = []
+    return PreparedRun(run.run_id, rows, run.places, run.tree)
+
+
+def prepared_runs_of(importer: Importer, tree: SourceTree, unit: Unit) -> Iterator[PreparedRun]:
+    """``importer.iter_runs(tree, unit)`` as prepared rows, read and prepared by a forked worker
+    when that is worth it."""
     if not _parallel(importer, tree, unit):
-        yield from importer.iter_runs(tree, unit)
+        for run in importer.iter_runs(tree, unit):
+            yield prepared(run)
         return
     context = multiprocessing.get_context("fork")
     reader, writer = context.Pipe(duplex=False)
@@ -64,7 +93,7 @@ def runs_of(importer: Importer, tree: SourceTree, unit: Unit) -> Iterator[Import
             if kind == _FAILED:
                 finished = True
                 raise _rebuilt(pickle.loads(data))
-            run = _unpacked(data)
+            run = pickle.loads(data)
             if run.tree is None:
                 run.tree = tree
             yield run
@@ -92,14 +121,17 @@ def _parallel(importer: Importer, tree: SourceTree, unit: Unit) -> bool:
 
 
 def _read(importer: Importer, tree: SourceTree, unit: Unit, writer: Any, slots: Any) -> None:
-    """The child: read every run and hand it over; an error is handed over too. Leaves with
-    ``os._exit`` so that no inherited resource (the parent's store connection) is touched."""
+    """The child: read every run, prepare its rows and hand them over; an error is handed over
+    too. Leaves with ``os._exit`` so that no inherited resource (the parent's store connection)
+    is touched."""
     code = 0
     try:
         for run in importer.iter_runs(tree, unit):
-            if run.tree is tree:
-                run.tree = None  # the parent has it
-            data = _packed(run)
+            ready = prepared(run)
+            if ready.tree is tree:
+                ready.tree = None  # the parent has it
+            data = pickle.dumps(ready, protocol=pickle.HIGHEST_PROTOCOL)
+            del ready
             slots.acquire()
             writer.send((b"run", data))
         slots.acquire()
@@ -135,19 +167,3 @@ def _rebuilt(portable: tuple[Any, ...]) -> BaseException:
     if portable[0] == "input":
         return portable[1](*portable[2])
     return portable[1]
-
-
-def _packed(run: ImportedRun) -> bytes:
-    """``run`` pickled with its events' payloads beside the events, not in them: a pydantic model
-    holding a big payload unpickles several times slower than the two apart (the writer's time)."""
-    payloads = [event.payload for event in run.events]
-    for event in run.events:
-        object.__setattr__(event, "payload", None)  # the child's copy, sent and dropped
-    return pickle.dumps((run, payloads), protocol=pickle.HIGHEST_PROTOCOL)
-
-
-def _unpacked(data: bytes) -> ImportedRun:
-    run, payloads = pickle.loads(data)
-    for event, payload in zip(run.events, payloads):
-        object.__setattr__(event, "payload", payload)  # the validated value, put back as it was
-    return run
