@@ -217,7 +217,8 @@ def _key_endings_by_count(data: bytes | str) -> int:
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.lists(st.sampled_from(['"', ":", "\\", "a", " ", '":', '\\":', "\\" * 9 + '":']), max_size=40),
+@given(st.lists(st.sampled_from(['"', ":", "\\", "a", " ", "\n", "\t", "\r", '":', '\\":', "\\" * 9 + '":']),
+                max_size=40),
        st.booleans())
 def test_key_endings_counts_as_the_backslash_parity_rule_does(pieces: list[str], as_bytes: bool) -> None:
     # any text (not only JSON): the literal-search counts equal the plain ``count`` ones, runs of
