@@ -1,20 +1,23 @@
-"""Reading and writing at once: a forked worker reads and prepares a unit's runs while ingest
+"""Reading and writing at once: forked workers read and prepare a unit's runs while ingest
 writes them.
 
 Reading a harness log (parsing, redaction, building events), preparing its rows (canonical
 JSON, payload hashes: :func:`procgrade.engine.stored.prepare_row`) and writing them (chain
 hashes, inserts) each take a share of an import; one process does one after the other and
-keeps one core busy. Here a child process, forked when a unit is read, runs the importer,
-prepares each finished run's rows and hands them over a bounded queue (a few runs in flight,
-so memory stays bounded by the runs, not the source), while the parent, the one writer, only
+keeps one core busy. Here child processes, forked when a unit is read, run the importer,
+prepare each finished run's rows and hand them over a pipe each (a few runs in flight, so
+memory stays bounded by the runs, not the source), while the parent, the one writer, only
 chains and appends them in order. Rows are lists of strings and numbers: they pickle and
-unpickle at memory speed, unlike the events' models and payloads. The child only reads: it
-never touches the store (it leaves with ``os._exit``, so nothing inherited is closed or
-flushed), and an error it meets is handed over and raised by the parent, where the
-transaction is rolled back as always.
+unpickle at memory speed, unlike the events' models and payloads. Where the importer can
+split a unit (:meth:`Importer.shared_reading`: an Inspect ``.json`` log's samples), each of
+several workers reads every n-th run and the parent takes the runs in turn from each, so the
+order, and the first error met in that order, are the ones a single reader gives. The
+children only read: they never touch the store (they leave with ``os._exit``, so nothing
+inherited is closed or flushed), and an error one meets is handed over and raised by the
+parent, where the transaction is rolled back as always.
 
 Used where ``fork`` exists, the unit holds enough runs to be worth the hand-over (a unit the
-importer says is big) and a core is idle (see :func:`_parallel`); otherwise, and with
+importer says is big) and a core is idle (see :func:`_workers`); otherwise, and with
 ``PROCGRADE_IMPORT_WORKERS=0``, runs are read in the writing process as before. Either way the
 runs' rows, and so the stored bytes, are the same.
 """
@@ -25,22 +28,25 @@ import multiprocessing
 import os
 import pickle
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from procgrade.engine.errors import InputError
-from procgrade.engine.importers.base import Importer, Unit
+from procgrade.engine.importers.base import TAKEOVER, Importer, Unit
 from procgrade.engine.importers.building import ImportedRun
 from procgrade.engine.importers.source_tree import SourceTree
 
-__all__ = ["PreparedRun", "prepared_runs_of", "IN_FLIGHT"]
+__all__ = ["PreparedRun", "prepared_runs_of", "IN_FLIGHT", "MAX_WORKERS"]
 
-#: Runs read ahead of the writer at most (each held pickled in the queue).
+#: Runs each worker reads ahead of the writer at most.
 IN_FLIGHT = 4
+#: Workers reading one unit at most.
+MAX_WORKERS = 4
 _RUN = "run"
 _DONE = "done"
 _FAILED = "failed"
+_TAKEOVER = "takeover"
 
 
 @dataclass
@@ -51,7 +57,7 @@ class PreparedRun:
     run_id: str
     rows: list[list[Any]]
     places: list[tuple[str, str]]
-    #: The tree the places are in (None from the worker: the parent fills in its own).
+    #: The tree the places are in (None from a worker: the parent fills in its own).
     tree: SourceTree | None
 
 
@@ -66,31 +72,32 @@ def prepared(run: ImportedRun) -> PreparedRun:
 
 
 def prepared_runs_of(importer: Importer, tree: SourceTree, unit: Unit) -> Iterator[PreparedRun]:
-    """``importer.iter_runs(tree, unit)`` as prepared rows, read and prepared by a forked worker
+    """``importer.iter_runs(tree, unit)`` as prepared rows, read and prepared by forked workers
     when that is worth it."""
-    if not _parallel(importer, tree, unit):
+    count = _workers(importer, tree, unit)
+    if not count:
         for run in importer.iter_runs(tree, unit):
             yield prepared(run)
         return
+    shared = importer.shared_reading(tree, unit) if count > 1 else None
+    if shared is None:
+        readers: list[Callable[[], Iterator[Any]]] = [lambda: importer.iter_runs(tree, unit)]
+    else:
+        readers = [lambda share=share: shared.read(share, count) for share in range(count)]
     context = multiprocessing.get_context("fork")
-    reader, writer = context.Pipe(duplex=False)
-    _widen(writer)
-    # A semaphore bounds the runs in flight: sent and not yet taken by the writer.
-    slots = context.BoundedSemaphore(IN_FLIGHT)
-    child = context.Process(target=_read, args=(importer, tree, unit, writer, slots), daemon=True)
-    child.start()
-    writer.close()
+    workers = [_Worker(context, read, tree) for read in readers]
     finished = False
     try:
+        position, sole = 0, None
         while True:
-            try:
-                message = reader.recv_bytes()
-            except EOFError:
-                raise RuntimeError(f"the import worker reading {tree.label(unit.primary)} stopped "
-                                   f"(exit code {_exit_code(child)})") from None
-            slots.release()
-            kind, data = pickle.loads(message)
-            del message
+            worker = workers[position % len(workers)] if sole is None else sole
+            kind, data = worker.receive(tree.label(unit.primary))
+            if kind == _TAKEOVER:
+                sole = worker  # it reads every run from here on; the others' shares are moot
+                for other in workers:
+                    if other is not worker:
+                        other.stop(False)
+                continue
             if kind == _DONE:
                 finished = True
                 return
@@ -101,17 +108,48 @@ def prepared_runs_of(importer: Importer, tree: SourceTree, unit: Unit) -> Iterat
                 data.tree = tree
             yield data
             del data
+            position += 1
     finally:
-        if not finished and child.is_alive():
-            child.terminate()
-        child.join()
-        reader.close()
+        for worker in workers:
+            worker.stop(finished)
+
+
+class _Worker:
+    """One forked reader and the pipe its runs come over."""
+
+    def __init__(self, context: Any, read: Callable[[], Iterator[Any]], tree: SourceTree) -> None:
+        self.reader, writer = context.Pipe(duplex=False)
+        _widen(writer)
+        # A semaphore bounds the runs in flight: sent and not yet taken by the writer.
+        self.slots = context.BoundedSemaphore(IN_FLIGHT)
+        self.process = context.Process(target=_read, args=(read, tree, writer, self.slots), daemon=True)
+        self.process.start()
+        writer.close()
+        self.done = False
+
+    def receive(self, label: str) -> tuple[str, Any]:
+        try:
+            message = self.reader.recv_bytes()
+        except EOFError:
+            raise RuntimeError(f"the import worker reading {label} stopped "
+                               f"(exit code {_exit_code(self.process)})") from None
+        self.slots.release()
+        kind, data = pickle.loads(message)
+        self.done = kind in (_DONE, _FAILED)
+        return kind, data
+
+    def stop(self, finished: bool) -> None:
+        """End the worker: stopped unless it said it was done (then it is leaving by itself)."""
+        if not (finished and self.done) and self.process.is_alive():
+            self.process.terminate()
+        self.process.join()
+        self.reader.close()
 
 
 def _widen(writer: Any) -> None:
     """Give the pipe a buffer of a run's size (Linux: up to ``/proc/sys/fs/pipe-max-size``, 1 MB
-    by default), so that the worker hands a run over in one write, not in 64 KB steps each waiting
-    for this process to be scheduled. Where that cannot be done the pipe only stays narrower."""
+    by default), so that the worker hands a run or two over without waiting for this process to
+    take them. Where that cannot be done the pipe only stays narrower."""
     try:
         import fcntl
 
@@ -128,44 +166,62 @@ def _exit_code(child: Any) -> int | None:
     return child.exitcode
 
 
-def _parallel(importer: Importer, tree: SourceTree, unit: Unit) -> bool:
-    """Whether to read ``unit`` in a worker: ``PROCGRADE_IMPORT_WORKERS=0`` never, ``=1`` always
-    (where ``fork`` exists and the importer says the unit is worth it); by default only when a
-    core is idle. The hand-over costs CPU (pickling), so on a machine whose cores are all busy
-    the worker only slows the import (measured: about +20% CPU and more wall time there)."""
-    setting = os.environ.get("PROCGRADE_IMPORT_WORKERS", "")
+def _workers(importer: Importer, tree: SourceTree, unit: Unit) -> int:
+    """How many workers read ``unit``: ``PROCGRADE_IMPORT_WORKERS=N`` that many (0: none, read
+    here), where ``fork`` exists and the importer says the unit is worth it; by default one per
+    core that is idle now, at most :data:`MAX_WORKERS` (only a unit the importer can split gets
+    more than one). The hand-over costs CPU (pickling), so on a machine whose cores are all
+    busy a worker only slows the import."""
+    setting = os.environ.get("PROCGRADE_IMPORT_WORKERS", "").strip()
     if setting == "0" or sys.platform == "win32" or "fork" not in multiprocessing.get_all_start_methods():
-        return False
+        return 0
     if not importer.worth_a_worker(tree, unit):
-        return False
-    if setting == "1":
-        return True
+        return 0
+    if setting.isdigit():
+        return min(int(setting), MAX_WORKERS)
     cores = os.cpu_count() or 1
-    return cores >= 2 and os.getloadavg()[0] <= cores - 1
+    if cores < 2:
+        return 0
+    return max(0, min(cores - _busy_elsewhere(), MAX_WORKERS))
 
 
-def _read(importer: Importer, tree: SourceTree, unit: Unit, writer: Any, slots: Any) -> None:
-    """The child: read every run, prepare its rows and hand them over; an error is handed over
+def _busy_elsewhere() -> float:
+    """Processes running or waiting for a core now, this one aside: the kernel's count of
+    runnable tasks (``/proc/loadavg``, Linux), else the load average of the last minute."""
+    try:
+        with open("/proc/loadavg", "rb") as handle:
+            runnable = int(handle.read().split()[3].split(b"/")[0])
+        return max(0, runnable - 1)
+    except (OSError, ValueError, IndexError):
+        return os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
+
+
+def _read(read: Callable[[], Iterator[Any]], tree: SourceTree, writer: Any, slots: Any) -> None:
+    """The child: read its runs, prepare their rows and hand them over; an error is handed over
     too. Leaves with ``os._exit`` so that no inherited resource (the parent's store connection)
     is touched."""
     code = 0
     try:
-        for run in importer.iter_runs(tree, unit):
-            ready = prepared(run)
-            if ready.tree is tree:
-                ready.tree = None  # the parent has it
-            data = pickle.dumps((_RUN, ready), protocol=pickle.HIGHEST_PROTOCOL)
-            del ready
+        for run in read():
+            if isinstance(run, str):
+                assert run == TAKEOVER
+                message = pickle.dumps((_TAKEOVER, None))
+            else:
+                ready = prepared(run)
+                if ready.tree is tree:
+                    ready.tree = None  # the parent has it
+                message = pickle.dumps((_RUN, ready), protocol=pickle.HIGHEST_PROTOCOL)
+                del ready
             slots.acquire()
-            writer.send_bytes(data)
-            del data
+            writer.send_bytes(message)
+            del message
         slots.acquire()
         writer.send_bytes(pickle.dumps((_DONE, None)))
     except BaseException as exc:  # noqa: BLE001 - handed to the parent, which raises it
-        data = pickle.dumps((_FAILED, _portable(exc)))
+        message = pickle.dumps((_FAILED, _portable(exc)))
         try:
             slots.acquire()
-            writer.send_bytes(data)
+            writer.send_bytes(message)
         except (OSError, ValueError):
             code = 1
     finally:
