@@ -96,3 +96,24 @@ def test_a_sample_that_does_not_parse_alone_hands_the_rest_to_one_reader(
     assert alone == clean and len({run for run, _, _ in alone[0]}) == 5
     for workers in (2, 3):
         assert _ingest(tmp_path, log, workers, monkeypatch, f"w{workers}") == clean
+
+
+def test_workers_are_one_per_core_while_a_core_is_idle(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from procgrade.engine.importers import get_importer, plan_imports
+    from procgrade.engine.importers.source_tree import open_tree
+
+    log = _log(tmp_path / "log.json", 1)
+    tree = open_tree(log)
+    ((importer, unit),) = plan_imports(tree).units
+    monkeypatch.setattr(inspect_ai, "_WORKER_BYTES", 0)
+    monkeypatch.setattr(pipeline.os, "cpu_count", lambda: 2)
+    monkeypatch.delenv("PROCGRADE_IMPORT_WORKERS", raising=False)
+    for busy, workers in ((0, 2), (1, 2), (1.5, 0), (2, 0)):
+        monkeypatch.setattr(pipeline, "_busy_elsewhere", lambda busy=busy: busy)
+        assert pipeline._workers(importer, tree, unit) == workers, busy
+    for setting, workers in (("0", 0), ("1", 1), ("3", 3), ("9", pipeline.MAX_WORKERS)):
+        monkeypatch.setenv("PROCGRADE_IMPORT_WORKERS", setting)
+        assert pipeline._workers(importer, tree, unit) == workers
+    monkeypatch.setattr(inspect_ai, "_WORKER_BYTES", 1 << 40)  # a small log: never worth a worker
+    assert pipeline._workers(importer, tree, unit) == 0
+    assert get_importer("inspect") is importer
