@@ -124,10 +124,9 @@ _BIG = float(2**63)
 # A quote that ends a string (after an even run of backslashes), then blanks, then a colon.
 _KEY_END_SPACED = re.compile(rb'(?<!\\)(?:\\\\)*"[ \t\r\n]+:')
 _KEY_END_SPACED_TEXT = re.compile(r'(?<!\\)(?:\\\\)*"[ \t\r\n]+:')
-# A blank then a colon, which such a key ending holds: whether any is there, to run the regex above
-# only then. A colon is rarer in JSON than a quote, so a search led by it is the faster scan.
-_BLANK_COLON = re.compile(rb':(?<=[ \t\r\n]:)')
-_BLANK_COLON_TEXT = re.compile(r':(?<=[ \t\r\n]:)')
+# The same without the parity (a literal first character: a fast scan), to see if any is there.
+_QUOTE_SPACED = re.compile(rb'"[ \t\r\n]+:')
+_QUOTE_SPACED_TEXT = re.compile(r'"[ \t\r\n]+:')
 
 
 # ``":`` after k or more backslashes, k = 0..7: counted as a literal ``re`` search's matches, which
@@ -141,8 +140,7 @@ def key_endings(data: bytes | str) -> int:
     string, i.e. follows an even run of backslashes (``\\":`` inside a string follows an odd
     one). With c(k) the ``":`` following k or more backslashes (``bytes.count``, C speed), those
     after an even run number c(0) - c(1) + c(2) - ...; a quote, blanks, then a colon is rare
-    (indented JSON has no blank before its colons) and counted by a regex only when a blank
-    precedes a colon somewhere."""
+    (indented JSON has no blank before its colons) and counted by a regex only when present."""
     text = isinstance(data, str)
     endings, sign = 0, 1
     for finder in _KEY_END_RUNS_TEXT if text else _KEY_END_RUNS:
@@ -156,7 +154,7 @@ def key_endings(data: bytes | str) -> int:
         while found := data.count(needle):  # type: ignore[arg-type]
             endings += sign * found
             sign, needle = -sign, needle[:1] + needle
-    if (_BLANK_COLON_TEXT if text else _BLANK_COLON).search(data) is not None:  # type: ignore[arg-type]
+    if (_QUOTE_SPACED_TEXT if text else _QUOTE_SPACED).search(data) is not None:  # type: ignore[arg-type]
         endings += len((_KEY_END_SPACED_TEXT if text else _KEY_END_SPACED).findall(data))  # type: ignore[arg-type]
     return endings
 
