@@ -100,6 +100,14 @@ def timed(command: list[str], cwd: Path, env: dict[str, str] | None = None) -> t
     return float(wall), float(user) + float(system), int(peak_kb) / 1024
 
 
+def _runnable() -> str:
+    """The kernel's count of runnable tasks now (this bench's own process included), or "?"."""
+    try:
+        return Path("/proc/loadavg").read_text().split()[3].split("/")[0]
+    except (OSError, IndexError):
+        return "?"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--samples", type=int, default=500, help="Copies of the fixture's sample (default 500).")
@@ -131,10 +139,11 @@ def main() -> None:
                     ("procgrade ingest", [procgrade, "ingest", "--db", db, str(log)]),
                     ("procgrade rescore --all", [procgrade, "rescore", "--all", "--db", db])]
             for name, command in runs:
+                busy = _runnable()  # what ingest's choice of read-ahead workers sees (see importers/pipeline.py)
                 wall, cpu, peak = timed(command, work, inspect_env if name == "inspect score" else None)
                 seen[name].append((wall, cpu, peak))
-                print(f"round {round_}: {name:<24} {wall:7.2f} s wall {cpu:7.2f} s CPU {peak:7.0f} MB peak",
-                      flush=True)
+                print(f"round {round_}: {name:<24} {wall:7.2f} s wall {cpu:7.2f} s CPU {peak:7.0f} MB peak"
+                      f"  (runnable tasks before: {busy})", flush=True)
             copy.unlink()
             (work / f"round{round_}.db").unlink()
 
