@@ -39,7 +39,7 @@ from procgrade.engine.importers.source_tree import SourceTree
 
 __all__ = ["PreparedRun", "prepared_runs_of", "IN_FLIGHT", "MAX_WORKERS"]
 
-#: Runs each worker reads ahead of the writer at most.
+#: Runs read ahead of the writer at most, all workers together (each gets its part, at least one).
 IN_FLIGHT = 4
 #: Workers reading one unit at most.
 MAX_WORKERS = 4
@@ -85,7 +85,8 @@ def prepared_runs_of(importer: Importer, tree: SourceTree, unit: Unit) -> Iterat
     else:
         readers = [lambda share=share: shared.read(share, count) for share in range(count)]
     context = multiprocessing.get_context("fork")
-    workers = [_Worker(context, read, tree) for read in readers]
+    slots = max(1, IN_FLIGHT // len(readers))
+    workers = [_Worker(context, read, tree, slots) for read in readers]
     finished = False
     try:
         position, sole = 0, None
@@ -117,11 +118,11 @@ def prepared_runs_of(importer: Importer, tree: SourceTree, unit: Unit) -> Iterat
 class _Worker:
     """One forked reader and the pipe its runs come over."""
 
-    def __init__(self, context: Any, read: Callable[[], Iterator[Any]], tree: SourceTree) -> None:
+    def __init__(self, context: Any, read: Callable[[], Iterator[Any]], tree: SourceTree, slots: int) -> None:
         self.reader, writer = context.Pipe(duplex=False)
         _widen(writer)
         # A semaphore bounds the runs in flight: sent and not yet taken by the writer.
-        self.slots = context.BoundedSemaphore(IN_FLIGHT)
+        self.slots = context.BoundedSemaphore(slots)
         self.process = context.Process(target=_read, args=(read, tree, writer, self.slots), daemon=True)
         self.process.start()
         writer.close()
