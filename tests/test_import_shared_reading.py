@@ -98,6 +98,11 @@ def test_a_sample_that_does_not_parse_alone_hands_the_rest_to_one_reader(
         assert _ingest(tmp_path, log, workers, monkeypatch, f"w{workers}") == clean
 
 
+def test_busy_cores_are_measured_between_zero_and_all() -> None:
+    busy = pipeline._busy_elsewhere()
+    assert 0 <= busy <= (pipeline.os.cpu_count() or 1) + 1e-9
+
+
 def test_workers_are_one_per_core_while_a_core_is_idle(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from procgrade.engine.importers import get_importer, plan_imports
     from procgrade.engine.importers.source_tree import open_tree
@@ -108,7 +113,7 @@ def test_workers_are_one_per_core_while_a_core_is_idle(tmp_path: Path, monkeypat
     monkeypatch.setattr(inspect_ai, "_WORKER_BYTES", 0)
     monkeypatch.setattr(pipeline.os, "cpu_count", lambda: 2)
     monkeypatch.delenv("PROCGRADE_IMPORT_WORKERS", raising=False)
-    for busy, workers in ((0, 2), (1, 2), (1.5, 0), (2, 0)):
+    for busy, workers in ((0, 2), (1, 2), (1.4, 2), (1.5, 0), (2, 0)):
         monkeypatch.setattr(pipeline, "_busy_elsewhere", lambda busy=busy: busy)
         assert pipeline._workers(importer, tree, unit) == workers, busy
     for setting, workers in (("0", 0), ("1", 1), ("3", 3), ("9", pipeline.MAX_WORKERS)):

@@ -28,6 +28,7 @@ import multiprocessing
 import os
 import pickle
 import sys
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -169,9 +170,9 @@ def _exit_code(child: Any) -> int | None:
 
 def _workers(importer: Importer, tree: SourceTree, unit: Unit) -> int:
     """How many workers read ``unit``: ``PROCGRADE_IMPORT_WORKERS=N`` that many (0: none, read
-    here), where ``fork`` exists and the importer says the unit is worth it; by default, when a
-    core is idle now, one per core, at most :data:`MAX_WORKERS` (only a unit the importer can
-    split gets more than one). One worker per core, not per idle core: reading is most of the
+    here), where ``fork`` exists and the importer says the unit is worth it; by default, when
+    other work leaves at least half a core idle now, one per core, at most :data:`MAX_WORKERS`
+    (only a unit the importer can split gets more than one). One worker per core, not per idle core: reading is most of the
     work and divides evenly, so on 2 cores with another process busy two workers still beat
     one (500-sample Inspect log, load 1.9: 4.2 s against 5.2-5.9 s wall, 6.2 s in process). The
     hand-over costs CPU (pickling), so on a machine whose cores are all busy a worker only
@@ -186,18 +187,38 @@ def _workers(importer: Importer, tree: SourceTree, unit: Unit) -> int:
     cores = os.cpu_count() or 1
     if cores < 2:
         return 0
-    return min(cores, MAX_WORKERS) if _busy_elsewhere() <= cores - 1 else 0
+    return min(cores, MAX_WORKERS) if _busy_elsewhere() < cores - 0.5 else 0
 
 
 def _busy_elsewhere() -> float:
-    """Processes running or waiting for a core now, this one aside: the kernel's count of
-    runnable tasks (``/proc/loadavg``, Linux), else the load average of the last minute."""
+    """Cores busy with other work now: the share of CPU time not idle over a short look
+    (``/proc/stat``, Linux; this process sleeps meanwhile, so it is other processes' use), else
+    the load average of the last minute. A single count of runnable tasks misleads: busy
+    processes that happen to wait on I/O at that instant are not counted."""
     try:
-        with open("/proc/loadavg", "rb") as handle:
-            runnable = int(handle.read().split()[3].split(b"/")[0])
-        return max(0, runnable - 1)
+        first = _cpu_times()
+        time.sleep(_LOOK_SECONDS)
+        second = _cpu_times()
     except (OSError, ValueError, IndexError):
         return os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
+    total = sum(second) - sum(first)
+    idle = (second[3] + second[4]) - (first[3] + first[4])  # idle and iowait
+    if total <= 0:
+        return 0.0
+    return (os.cpu_count() or 1) * (1 - idle / total)
+
+
+#: How long :func:`_busy_elsewhere` looks (a few clock ticks of every core).
+_LOOK_SECONDS = 0.05
+
+
+def _cpu_times() -> list[int]:
+    """The machine's CPU time so far by kind (user, nice, system, idle, iowait, ...), in ticks."""
+    with open("/proc/stat", "rb") as handle:
+        fields = handle.readline().split()
+    if fields[0] != b"cpu":
+        raise ValueError("no cpu line")
+    return [int(field) for field in fields[1:9]]
 
 
 def _read(read: Callable[[], Iterator[Any]], tree: SourceTree, writer: Any, slots: Any) -> None:
