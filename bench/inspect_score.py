@@ -30,6 +30,7 @@ import subprocess
 import sys
 import tempfile
 import textwrap
+import time
 import venv
 from pathlib import Path
 
@@ -100,6 +101,23 @@ def timed(command: list[str], cwd: Path, env: dict[str, str] | None = None) -> t
     return float(wall), float(user) + float(system), int(peak_kb) / 1024
 
 
+def _busy_cores() -> str:
+    """Cores busy over the next 0.2 s (``/proc/stat``), as ingest judges whether to start its
+    read-ahead workers (importers/pipeline.py), or "?"."""
+    def times() -> list[int]:
+        return [int(f) for f in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:9]]
+
+    try:
+        first = times()
+        time.sleep(0.2)
+        second = times()
+    except (OSError, ValueError):
+        return "?"
+    total = sum(second) - sum(first)
+    idle = second[3] + second[4] - first[3] - first[4]
+    return f"{(os.cpu_count() or 1) * (1 - idle / total):.1f}" if total > 0 else "?"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--samples", type=int, default=500, help="Copies of the fixture's sample (default 500).")
@@ -131,10 +149,11 @@ def main() -> None:
                     ("procgrade ingest", [procgrade, "ingest", "--db", db, str(log)]),
                     ("procgrade rescore --all", [procgrade, "rescore", "--all", "--db", db])]
             for name, command in runs:
+                busy = _busy_cores()
                 wall, cpu, peak = timed(command, work, inspect_env if name == "inspect score" else None)
                 seen[name].append((wall, cpu, peak))
-                print(f"round {round_}: {name:<24} {wall:7.2f} s wall {cpu:7.2f} s CPU {peak:7.0f} MB peak",
-                      flush=True)
+                print(f"round {round_}: {name:<24} {wall:7.2f} s wall {cpu:7.2f} s CPU {peak:7.0f} MB peak"
+                      f"  (cores busy before: {busy})", flush=True)
             copy.unlink()
             (work / f"round{round_}.db").unlink()
 

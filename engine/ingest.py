@@ -81,7 +81,7 @@ def ingest_paths(store: EventStore, paths: Sequence[Path | str], *, format: str 
 
 def _ingest(store: EventStore, paths: Sequence[Path | str], *, format: str, seal: bool, given: Overrides) -> Ingested:
     from procgrade.engine.importers import plan_imports
-    from procgrade.engine.importers.pipeline import runs_of
+    from procgrade.engine.importers.pipeline import prepared_runs_of
     from procgrade.engine.importers.source_tree import open_tree
 
     reports: list[IngestReport] = []
@@ -102,13 +102,14 @@ def _ingest(store: EventStore, paths: Sequence[Path | str], *, format: str, seal
             plan = plan_imports(tree, format, skip=native)
             unrecognised.extend(tree.label(rel) for rel in plan.unrecognised)
             for importer, unit in plan.units:
-                for run in runs_of(importer, tree, unit):  # read by a worker while written here
+                for run in prepared_runs_of(importer, tree, unit):  # read by a worker while written here
                     try:
-                        result = writer.append(run.run_id, run.events, seal=seal)
+                        result = writer.append_rows(run.run_id, run.rows, seal=seal)
                     except StoreError as exc:
                         raise _locate_imported(exc, run.tree or tree, run.places) from exc
-                    reports.append(IngestReport(tree.label(unit.primary), run.run_id, len(run.events), 0,
+                    reports.append(IngestReport(tree.label(unit.primary), run.run_id, len(run.rows), 0,
                                                 result, importer.name))
+                    del run
     return Ingested(reports, unrecognised)
 
 

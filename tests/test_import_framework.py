@@ -591,3 +591,14 @@ def test_archive_members_with_one_name_are_refused(tmp_path: Path) -> None:
         archive.writestr("logs/./a.jsonl", "{}")
     with pytest.raises(InputError, match="a second archive member named 'logs/a.jsonl'"):
         open_tree(zipped)
+
+
+def test_detecting_formats_does_not_load_jsonschema() -> None:
+    # every ingest imports every importer to detect formats; only a DevAI trajectory needs jsonschema
+    import subprocess
+    import sys
+
+    code = ("import sys; from procgrade.engine.importers import importers; importers(); "
+            "print('jsonschema' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "False"

@@ -217,7 +217,8 @@ def _key_endings_by_count(data: bytes | str) -> int:
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.lists(st.sampled_from(['"', ":", "\\", "a", " ", '":', '\\":', "\\" * 9 + '":']), max_size=40),
+@given(st.lists(st.sampled_from(['"', ":", "\\", "a", " ", "\n", "\t", "\r", '":', '\\":', "\\" * 9 + '":']),
+                max_size=40),
        st.booleans())
 def test_key_endings_counts_as_the_backslash_parity_rule_does(pieces: list[str], as_bytes: bool) -> None:
     # any text (not only JSON): the literal-search counts equal the plain ``count`` ones, runs of
@@ -258,14 +259,14 @@ def test_a_log_read_by_a_worker_is_stored_as_when_read_in_process(
     monkeypatch.setattr(inspect_ai, "_WORKER_BYTES", 0)
     monkeypatch.setenv("PROCGRADE_IMPORT_WORKERS", "1")  # whatever the machine's load
     started: list[bool] = []
-    original = pipeline._parallel
-    monkeypatch.setattr(pipeline, "_parallel", lambda *a: started.append(original(*a)) or started[-1])
+    original = pipeline._workers
+    monkeypatch.setattr(pipeline, "_workers", lambda *a: started.append(original(*a)) or started[-1])
     ingest_paths(store, [path])
-    assert started == [True]
+    assert started == [1]
     monkeypatch.setenv("PROCGRADE_IMPORT_WORKERS", "0")
     alone = open_store(f"sqlite:///{tmp_path / 'alone.db'}", create=True)
     ingest_paths(alone, [path])
-    assert started == [True, False]
+    assert started == [1, 0]
     assert _heads(store) == _heads(alone) and len(_heads(store)) == 3
     alone.close()
 

@@ -23,7 +23,8 @@ _FRAGMENTS = [
     "hf_abcdefghijklmnopqrstuvwxyz0123456", "gsk_", "eyJhbGciOiJIUzI1.eyJzdWIiOiIxMjM0.SflKxwRJSMeKKF2QT4f",
     "-----BEGIN RSA PRIVATE KEY-----\nMIIEow\n-----END RSA PRIVATE KEY-----", "private key",
     "Authorization: Bearer abcdefghijklmnopqrstuvwxyz123", "bearer ", "BEARER\t", "Basic dXNlcjpwYXNzd29yZA==",
-    "https://user:passw0rd1234@host.example", "http://", "@", "://",
+    "https://user:passw0rd1234@host.example", "http://", "@", "://", "attachment://0e6942290e51cda9", "u\"s:",
+    "p\u0001ss", "\u00a0", "\x1c", "ftp://a:b", "wxyz@",
     "OPENAI_API_KEY=a8F7d6S5a4S3d2F1g0H9", "password: 'hunter2hunter2hunter2X9'", 'token": "Zx9Yw8Vu7Ts6Rq5Po4Nm"',
     "\\\"secret\\\": \\\"a1b2c3d4e5f6g7h8i9j0k\\\"", "auth=", "key", "KEY", "Token", "passwd", "api-key:",
     "input_tokens", "keyboard", "monkey", " ", "\n", "\t", "\"", "\\", "=", ":", "-", "_", "/", "0123456789",
@@ -79,3 +80,25 @@ def test_records_holding_secrets_are_copied_and_redacted(record: Any) -> None:
     got = fast.value(record)
     assert got != record and redaction.REDACTION_MARKER in json.dumps(got) and fast.count >= 1
     assert redaction.REDACTION_MARKER not in json.dumps(record)  # the source record is left as it was
+
+
+_URL_PIECES = st.lists(st.sampled_from(["https", "attachment", "://", ":", "@", "/", " ", "\n", "\u00a0", "\x1c", "\"",
+                                        "\\", "\u0001", "user", "pw0rd1234", "x", "é", "host.example"]),
+                       max_size=10).map("".join)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.dictionaries(st.sampled_from(["url", "text"]), _URL_PIECES, max_size=2))
+def test_links_are_passed_over_only_when_no_credentials_can_follow(record: Any) -> None:
+    # ``://`` hits are dropped from the whole-record look when no credentials can follow them
+    fast, slow = redaction.Redactor(), reference.Redactor()
+    assert json.dumps(fast.value(record)) == json.dumps(slow.value(record))
+    assert fast.count == slow.count
+
+
+@pytest.mark.parametrize("text", ["https://user:pw0rd1234@host.example", "ftp://u\"s:\u0001pw0rd@h", "x://é:éééé@h",
+                                  "see attachment://0e69 and https://a:bcde@f", "https://u:abc@h"])
+def test_credentials_after_a_link_are_found_whatever_precedes_them(text: str) -> None:
+    fast, slow = redaction.Redactor(), reference.Redactor()
+    assert fast.value({"text": text}) == slow.value({"text": text})
+    assert fast.count == slow.count

@@ -71,6 +71,11 @@ class Importer:
         runs already read are written (:mod:`~procgrade.engine.importers.pipeline`)."""
         return False
 
+    def shared_reading(self, tree: SourceTree, unit: Unit) -> SharedReading | None:
+        """How several workers can read ``unit`` at once, each its share of the runs (see
+        :class:`SharedReading`), or None when only one reader can (the default)."""
+        return None
+
     def iter_runs(self, tree: SourceTree, unit: Unit) -> Iterator[ImportedRun]:
         """The run(s) in ``unit`` one at a time: what ingest writes from, so a format that
         holds many runs in one file can keep only one in memory (it overrides this)."""
@@ -83,6 +88,22 @@ class Importer:
         return RunBuilder(tree, run_id=run_id_for(self.name, native_id), format=self.name,
                           importer_version=self.version, files=list(files if files is not None else unit.files),
                           workspace_root=workspace_root, base=posixpath.dirname(unit.primary), record_base=record_base)
+
+
+#: What a share's reading yields before the runs from which it reads every run, not only its
+#: own (a format's fallback that must read on alone from there; the other shares stop counting).
+TAKEOVER = "takeover"
+
+
+class SharedReading:
+    """A unit's runs read in ``shares`` parts by as many workers: share ``k`` of ``n`` yields
+    the runs at positions ``k``, ``k + n``, ``k + 2n``, ... of :meth:`Importer.iter_runs`'s
+    order, the very same runs; interleaved, the shares give the runs and errors in that order.
+    At the position where it must read on alone, a share yields :data:`TAKEOVER` and then every
+    run from that position on."""
+
+    def read(self, share: int, shares: int) -> Iterator[ImportedRun | str]:
+        raise NotImplementedError
 
 
 def run_id_for(format_name: str, native_id: str) -> str:

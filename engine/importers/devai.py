@@ -45,9 +45,7 @@ import os
 import posixpath
 import re
 from collections.abc import Sequence
-from typing import Any
-
-import jsonschema
+from typing import TYPE_CHECKING, Any
 
 from procgrade.engine.errors import InputError
 from procgrade.engine.exact import decimal_text
@@ -56,6 +54,9 @@ from procgrade.engine.importers.building import ImportedRun, Record, RunBuilder
 from procgrade.engine.importers.inspect_ai import shell_command
 from procgrade.engine.importers.shell import exit_code_from_text
 from procgrade.engine.importers.source_tree import SourceTree
+
+if TYPE_CHECKING:
+    import jsonschema
 
 __all__ = ["DevAIImporter", "TRAJECTORY_SCHEMA"]
 
@@ -289,6 +290,8 @@ class DevAIImporter(Importer):
 
 
 def _validate(doc: Any, schema: Any, label: str, schema_label: str | None) -> None:
+    import jsonschema  # here, not at the top: every ingest imports every importer to detect formats
+
     try:
         validator_class = jsonschema.validators.validator_for(schema, default=jsonschema.Draft7Validator)
         validator_class.check_schema(schema)

@@ -72,8 +72,9 @@ from typing import Any
 
 from procgrade.engine.errors import InputError
 from procgrade.engine.exact import decimal_text
-from procgrade.engine.importers.base import Importer, Unit, register
+from procgrade.engine.importers.base import TAKEOVER, Importer, SharedReading, Unit, register
 from procgrade.engine.importers.building import ImportedRun, Record, RunBuilder, timestamp
+from procgrade.engine.importers.json_items import ArrayItems, ItemError
 from procgrade.engine.importers.shell import file_effects
 from procgrade.engine.importers.source_tree import SourceTree, tree_of_bytes
 from procgrade.engine.importers.test_runs import is_test_command, parse_test_counts
@@ -141,23 +142,39 @@ class InspectImporter(Importer):
 
     # --- containers ----------------------------------------------------------------------------
 
+    def shared_reading(self, tree: SourceTree, unit: Unit) -> SharedReading | None:
+        # A .json log laid out as Inspect writes it: its samples' places are found once, here,
+        # and each worker parses and reads only its share of them.
+        if not unit.primary.lower().endswith(".json"):
+            return None
+        split = tree.json_items(unit.primary, "samples")
+        return None if split is None else _SharedSamples(self, tree, unit, split)
+
     def _read_json(self, tree: SourceTree, unit: Unit) -> Iterator[ImportedRun]:
         """One run per sample, parsed one sample at a time when the log is laid out as Inspect
         writes it (indented), else from the whole document; the same runs either way."""
-        rel = unit.primary
-        split = tree.json_items(rel, "samples")
+        split = tree.json_items(unit.primary, "samples")
         if split is None:
-            yield from self._read_json_whole(tree, unit, tree.json(rel), 0)
+            yield from self._read_json_whole(tree, unit, tree.json(unit.primary), 0)
             return
+        for run in self._read_samples(tree, unit, split, 0, 1):
+            assert not isinstance(run, str)
+            yield run
+
+    def _read_samples(self, tree: SourceTree, unit: Unit, split: ArrayItems, share: int,
+                      shares: int) -> Iterator[ImportedRun | str]:
+        """The runs of the samples at ``share``, ``share + shares``, ... of a split log; from a
+        sample that does not parse alone on, every run from the whole document (after
+        :data:`TAKEOVER` when other shares are being read)."""
+        rel = unit.primary
         header = {k: v for k, v in split.header.items() if k != "reductions"}
-        items = split.items()
-        index = 0
+        items = split.items(share, shares)
         while True:
             try:
                 index, sample = next(items)
             except StopIteration:
                 return
-            except ValueError:
+            except ItemError as exc:
                 # A sample that does not parse alone: the whole document gives the located
                 # error (or, laid out unusually, the samples from this one on).
                 doc = tree.json(rel)
@@ -165,7 +182,9 @@ class InspectImporter(Importer):
                     # a file rewritten while it was read, or indented so as to mislead the sample finder
                     raise InputError(tree.label(rel), None, None, "the samples could not be read one by one (the log "
                                      "changed while it was read, or is indented unusually)") from None
-                yield from self._read_json_whole(tree, unit, doc, index)
+                if shares > 1:
+                    yield TAKEOVER
+                yield from self._read_json_whole(tree, unit, doc, exc.index)
                 return
             yield _SampleReader(self, tree, unit, rel, header, rel, f"samples[{index}]", sample).read()
 
@@ -277,6 +296,16 @@ def _zstd_member(archive: bytes, info: zipfile.ZipInfo) -> bytes:
     if len(result) != info.file_size or zlib.crc32(result) != info.CRC:
         raise zipfile.BadZipFile(f"Bad CRC-32 or size for file {info.filename!r}")
     return result
+
+
+class _SharedSamples(SharedReading):
+    """A split ``.json`` log read in shares (see :meth:`InspectImporter.shared_reading`)."""
+
+    def __init__(self, importer: InspectImporter, tree: SourceTree, unit: Unit, split: ArrayItems) -> None:
+        self.importer, self.tree, self.unit, self.split = importer, tree, unit, split
+
+    def read(self, share: int, shares: int) -> Iterator[ImportedRun | str]:
+        return self.importer._read_samples(self.tree, self.unit, self.split, share, shares)
 
 
 def _member_order(name: str) -> tuple[Any, ...]:

@@ -23,11 +23,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["ArrayItems", "split_array"]
+__all__ = ["ArrayItems", "ItemError", "split_array"]
 
 _SENTINEL = "procgrade:array-items:5f1c0e9a"
 _PAGE = mmap.PAGESIZE
 _RELEASE_EVERY = 32 << 20  # give read pages back to the kernel every 32 MB (peak RSS, not page cache)
+
+
+class ItemError(ValueError):
+    """An item that does not parse on its own (the parser's error is its cause)."""
+
+    def __init__(self, index: int) -> None:
+        super().__init__(f"item {index} does not parse on its own")
+        self.index = index
 
 
 @dataclass
@@ -40,13 +48,20 @@ class ArrayItems:
     _data: Any  # bytes or an mmap
     _parse: Any
 
-    def items(self) -> Iterator[tuple[int, Any]]:
-        """(index, parsed item) in order; raises ValueError from the parser for an item that
-        does not parse (the caller then parses the whole document for its located error)."""
+    def items(self, share: int = 0, shares: int = 1) -> Iterator[tuple[int, Any]]:
+        """(index, parsed item) in order, of every item or of those at ``share``, ``share +
+        shares``, ... (the others are not parsed); raises :class:`ItemError` (a ValueError from
+        the parser, with the item's index) for an item that does not parse (the caller then
+        parses the whole document for its located error)."""
         released = 0
         data = self._data
-        for index, (start, end) in enumerate(self.spans):
-            item = self._parse(data[start:end])
+        spans = self.spans
+        for index in range(share, len(spans), shares):
+            start, end = spans[index]
+            try:
+                item = self._parse(data[start:end])
+            except ValueError as exc:
+                raise ItemError(index) from exc
             released = _release(data, released, start)
             yield index, item
 

@@ -252,6 +252,8 @@ def _unchanged(value: Any) -> bool:
     for position in sorted(hits):
         if position < end:  # in the string just looked at
             continue
+        if lowered[position:position + 3] == b"://" and _url_credentials_at(lowered, position) is None:
+            continue  # a link or an ``attachment://`` reference: no credentials can follow (see below)
         start = _opening_quote(blob, position)
         if start < 0:
             return False
@@ -265,6 +267,13 @@ def _unchanged(value: Any) -> bool:
         elif _string_changes(blob[start:end]):
             return False
     return True
+
+
+# What must follow a ``://`` for ``_URL_CREDENTIALS`` to match there, in JSON bytes: its classes
+# hold every byte of the JSON spelling of every character the text's classes hold (an escaped
+# ``\"``, ``\\`` or ``\u0001``; UTF-8 bytes; bytes ``\s`` is ASCII only, narrower than text
+# ``\s``), so no match here means none in the string. The only rule ``://`` is a marker of.
+_url_credentials_at = re.compile(rb"://[^/\s:@]+:[^/\s@]{4,}@").match
 
 
 def _string_changes(token: bytes) -> bool:
