@@ -7,15 +7,13 @@ from contextlib import contextmanager
 from typing import Annotated, Optional
 
 import typer
-from rich.console import Console
 
 from procgrade.engine.settings import DEFAULT_DB
+from procgrade.engine.terminal import err, out
 
 archive_app = typer.Typer(help="Columnar (Parquet) archives of sealed runs: export, verify; "
                                "`rescore --from-archive` scores from them.", no_args_is_help=True)
 
-err = Console(stderr=True, highlight=False, soft_wrap=True)
-out = Console(highlight=False, soft_wrap=True)
 
 DbOption = Annotated[str, typer.Option("--db", envvar="PROCGRADE_DB", help="Database URL or SQLite file path.")]
 ExecutorOption = Annotated[str, typer.Option(

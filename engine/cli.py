@@ -11,11 +11,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
-from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
 from procgrade.engine.errors import InputError, ProcgradeError, StoreError
+from procgrade.engine.terminal import err, out
 
 if TYPE_CHECKING:
     from procgrade.engine.store import EventStore
@@ -36,9 +36,6 @@ from procgrade.engine.archive_cli import AddressOption, ExecutorOption, WorkersO
 
 app.add_typer(archive_app, name="archive")
 
-# Piped output (CI logs, files) gets wide tables instead of rich's 80-column default.
-out = Console(highlight=False, soft_wrap=True, width=None if sys.stdout.isatty() else 200)
-err = Console(stderr=True, highlight=False, soft_wrap=True)
 
 DbOption = Annotated[
     str,

@@ -4,11 +4,11 @@ import sys
 from typing import Annotated, Any, Optional
 
 import typer
-from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
 from procgrade.engine.settings import DEFAULT_DB
+from procgrade.engine.terminal import out
 
 __all__ = ["register"]
 
@@ -18,7 +18,6 @@ db_option = Annotated[
 ]
 default_db = DEFAULT_DB
 
-out = Console(highlight=False, soft_wrap=True, width=None if sys.stdout.isatty() else 200)
 token_app = typer.Typer(help="API tokens of the collector service: scoped to a project (run-id prefix), read or write.",
                         no_args_is_help=True)
 

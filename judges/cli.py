@@ -13,13 +13,13 @@ from pathlib import Path
 from typing import Annotated, Any, Optional
 
 import typer
-from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 from typer.core import TyperGroup
 
 from procgrade.engine.errors import InputError
 from procgrade.engine.settings import DEFAULT_DB
+from procgrade.engine.terminal import err, out
 
 __all__ = ["judge_app", "schema_rubric"]
 
@@ -36,8 +36,6 @@ class _DefaultRun(TyperGroup):
 judge_app = typer.Typer(cls=_DefaultRun, no_args_is_help=True, help="LLM judges: grade runs against a rubric "
                         "(`procgrade judge RUN... --rubric arena --model M`), compare judge models.")
 
-out = Console(highlight=False, soft_wrap=True, width=None if sys.stdout.isatty() else 200)
-err = Console(stderr=True, highlight=False, soft_wrap=True)
 
 DbOption = Annotated[str, typer.Option("--db", envvar="PROCGRADE_DB", help="Database URL or SQLite file path.")]
 RubricOption = Annotated[str, typer.Option("--rubric", help="Rubric file, or a bundled rubric's name (arena).")]
