@@ -14,16 +14,14 @@ fast and worded the same.
 
 from __future__ import annotations
 
-import re
 import sqlite3
 from pathlib import Path
 from urllib.parse import quote
 
+from procgrade.engine.store.migrate import schema_head
 from procgrade.engine.store.run_info import RUN_COLUMNS, RunInfo
 
-__all__ = ["quick_runs", "schema_head", "sqlite_file"]
-
-_ASSIGNMENT = re.compile(r"^(revision|down_revision)\s*(?::[^=]*)?=\s*(?:(['\"])([^'\"]+)\2|None)\s*$", re.M)
+__all__ = ["quick_runs", "sqlite_file"]
 
 
 def sqlite_file(db: str) -> Path | None:
@@ -40,24 +38,6 @@ def sqlite_file(db: str) -> Path | None:
     if not database or database == ":memory:":
         return None
     return Path(database)
-
-
-def schema_head() -> str | None:
-    """The head revision of procgrade's migrations, read from the revision files' assignments (what
-    Alembic's script directory computes, without importing it), or None when they are not a plain
-    linear history (then the caller asks Alembic)."""
-    from procgrade import migrations
-
-    revisions: dict[str, str | None] = {}
-    for path in sorted((Path(migrations.__file__).parent / "versions").glob("*.py")):
-        if path.name == "__init__.py":
-            continue
-        found = {m.group(1): m.group(3) for m in _ASSIGNMENT.finditer(path.read_text(encoding="utf-8"))}
-        if "revision" not in found or "down_revision" not in found or found["revision"] is None:
-            return None
-        revisions[found["revision"]] = found["down_revision"]
-    heads = set(revisions) - set(revisions.values())
-    return next(iter(heads)) if len(heads) == 1 else None
 
 
 def quick_runs(db: str) -> list[RunInfo] | None:

@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from procgrade.engine.cli_runs import quick_runs, schema_head, sqlite_file
+from procgrade.engine.cli_runs import quick_runs, sqlite_file
+from procgrade.engine.store.migrate import schema_head
 
 #: Imported by no command that only prints help or lists runs.
 HEAVY = ("sqlalchemy", "alembic", "pydantic", "numpy", "scipy", "pandas", "statsmodels", "sklearn", "pyarrow",
@@ -76,9 +77,9 @@ def test_runs_on_a_missing_file_fails_fast_with_the_stores_message(tmp_path: Pat
 
 
 def test_the_schema_head_read_from_the_files_is_alembics() -> None:
-    from procgrade.engine.store.migrate import head_revision
+    from procgrade.engine.store.migrate import alembic_head_revision
 
-    assert schema_head() == head_revision()
+    assert schema_head() == alembic_head_revision()
 
 
 @pytest.mark.parametrize(("db", "expected"), [
