@@ -71,6 +71,9 @@ class StoredEvent(NamedTuple):
         return self.row[-2]
 
 
+_PAYLOAD = frozenset({"payload"})
+
+
 def _header(event: Event) -> tuple[dict[str, Any], bytes, str]:
     """(header dict, payload bytes to store, payload sha256) of ``event``.
 
@@ -78,8 +81,8 @@ def _header(event: Event) -> tuple[dict[str, Any], bytes, str]:
     text when it is faithful (no floats, which canonical JSON may turn into ints),
     else a deterministic type-faithful dump, so reading it back loses nothing.
     """
-    header = event.model_dump(exclude_none=True)
-    canonical, stored = canonical_and_faithful(header.pop("payload"))
+    header = event.model_dump(exclude_none=True, exclude=_PAYLOAD)  # the payload is read as it is, not copied
+    canonical, stored = canonical_and_faithful(event.payload)
     header["payload_sha256"] = payload_sha = sha256_hex(canonical)
     return header, stored, payload_sha
 
