@@ -21,6 +21,7 @@ import orjson
 
 from procgrade.engine.version import __version__ as ENGINE_VERSION
 from procgrade.engine.canonical import canonical_json, canonical_json_of_typed, sha256_hex
+from procgrade.rules.compiled import CompiledMonitor
 from procgrade.rules.identity import rule_hash, ruleset_hash, versions_of
 from procgrade.rules.model import BEHAVIOUR_PATTERNS, BINARY_CHECKS, RuleSet
 from procgrade.rules.monitor import Finding, RunMonitor, Tally
@@ -391,7 +392,7 @@ class RunScorer:
     def __init__(self, ruleset: RuleSet, digest: str | None = None) -> None:
         self.ruleset = ruleset
         self.digest = digest or ruleset_hash(ruleset)
-        self._monitor = RunMonitor(ruleset, detail=False)
+        self._monitor = CompiledMonitor(ruleset, detail=False)
         self._template = _Template(_layout(ruleset, self.digest))
         by_id = {monitor.id: monitor.tally for monitor in self._monitor.monitors}
         #: each rule's tally (zeroed, never replaced, between runs) in the document's rule order
