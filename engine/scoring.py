@@ -360,6 +360,11 @@ def _dumps(value: Any) -> bytes:
     return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
 
 
+def _violations_bytes(violated: list[Finding]) -> bytes:
+    """The canonical bytes of a rule's ``violations`` list."""
+    return _dumps([{"seq": f.seq, "stage": f.stage, "cited": list(f.cited)} for f in violated])
+
+
 #: The decimal bytes of the small counts most documents hold.
 _SMALL_INTS = tuple(b"%d" % n for n in range(4096))
 
@@ -406,6 +411,7 @@ class RunScorer:
             position["run_id"], position["run_head_hash"], position["run_event_count"], position["process_score"],
             (position["rules_applicable"], position["judged_activations"], position["model_events"])
             if template.layout.coverage else None)
+        self._fill = self._fill_function()
 
     def canonical(self, batches: Iterable[Iterable[tuple[Any, ...]]], *, run_id: str, head_hash: str,
                   event_count: int) -> tuple[bytes, Fraction | None]:
@@ -416,51 +422,61 @@ class RunScorer:
         for rows in batches:
             monitor.feed(rows)
         findings = monitor.finish()
-        template = self._template
-        values: list[Any] = [b""] * template.size
-        counts = []
-        add = counts.append
-        small = _SMALL_INTS
         try:
-            for rule_id, weight, at_activations, at_fulfilled, at_violated, at_vacuous, at_score, at_violations, \
-                    tally in self._plan:
-                violated = findings[rule_id]
-                fulfilled, vacuous, failed = tally.fulfilled, tally.vacuous, len(violated)
-                judged = fulfilled + failed
-                add((weight, fulfilled, judged))
-                # counts are never negative; most are small enough for the table
-                values[at_activations] = small[judged + vacuous] if judged + vacuous < 4096 else _int_bytes(
-                    judged + vacuous)
-                values[at_fulfilled] = small[fulfilled] if fulfilled < 4096 else _int_bytes(fulfilled)
-                values[at_violated] = small[failed] if failed < 4096 else _int_bytes(failed)
-                values[at_vacuous] = small[vacuous] if vacuous < 4096 else _int_bytes(vacuous)
-                values[at_score] = _ratio_bytes(fulfilled, judged)
-                values[at_violations] = _dumps([{"seq": f.seq, "stage": f.stage, "cited": list(f.cited)}
-                                                for f in violated]) if violated else b"[]"
-            subtotal = template.subtotal
-            for where, members in template.subtotals:
-                values[where] = subtotal(tuple([counts[i] for i in members]))[1]
-            process = _weighted_counts(counts)  # nearly every run has counts of its own: not remembered
-            at_run_id, at_head, at_count, at_process, at_coverage = self._header_positions
-            values[at_run_id] = _dumps(run_id)
-            values[at_head] = _dumps(head_hash)
-            values[at_count] = b"%d" % event_count
-            values[at_process] = _dumps(rational(process))
-            if at_coverage is not None:
-                applicable = judged_all = 0
-                for _, _, judged in counts:
-                    if judged:
-                        applicable += 1
-                        judged_all += judged
-                values[at_coverage[0]] = _int_bytes(applicable)
-                values[at_coverage[1]] = _int_bytes(judged_all)
-                values[at_coverage[2]] = b"%d" % monitor.model_events
+            return self._fill(findings, run_id, head_hash, event_count, monitor.model_events)
         except orjson.JSONEncodeError:  # an integer beyond 64 bits: the reference path
             document = score_document(self.ruleset, findings, run_id=run_id, head_hash=head_hash,
                                       event_count=event_count, ruleset_digest=self.digest,
                                       tallies=monitor.tallies(), model_events=monitor.model_events)
             return document.canonical, document.process_score
-        return template.text % tuple(values), process
+
+    def _fill_function(self) -> Any:
+        """``fill(findings, run_id, head_hash, event_count, model_events)`` -> (document bytes,
+        process score): the rule set's template filled by straight-line generated code (each rule's
+        counts, score and violations, each subtotal, the header), values in template order; what
+        the loop over the rules would compute, without the loop (tests hold it to
+        :func:`score_document`'s bytes)."""
+        template = self._template
+        names: dict[str, Any] = {"_text": template.text, "_small": _SMALL_INTS, "_ratios": _RATIOS,
+                                 "_ratio_bytes": _ratio_bytes, "_dumps": _dumps, "_subtotal": template.subtotal,
+                                 "_violations": _violations_bytes}
+        lines = ["def fill(findings, run_id, head_hash, event_count, model_events):"]
+        values: list[str] = [""] * template.size
+
+        def count_bytes(expr: str) -> str:
+            return f"(_small[{expr}] if {expr} < 4096 else b'%d' % ({expr}))"
+
+        counts = []
+        for i, (rule_id, weight, at_activations, at_fulfilled, at_violated, at_vacuous, at_score, at_violations,
+                tally) in enumerate(self._plan):
+            names[f"_tally{i}"], names[f"_id{i}"] = tally, rule_id
+            lines += [f"    f{i} = _tally{i}.fulfilled", f"    v{i} = _tally{i}.vacuous",
+                      f"    x{i} = findings[_id{i}]", f"    j{i} = f{i} + len(x{i})", f"    a{i} = j{i} + v{i}"]
+            values[at_activations] = count_bytes(f"a{i}")
+            values[at_fulfilled] = count_bytes(f"f{i}")
+            values[at_violated] = count_bytes(f"len(x{i})")
+            values[at_vacuous] = count_bytes(f"v{i}")
+            values[at_score] = f"(_ratios.get((f{i}, j{i})) or _ratio_bytes(f{i}, j{i}))"
+            values[at_violations] = f"(_violations(x{i}) if x{i} else b'[]')"
+            counts.append(f"({weight}, f{i}, j{i})")
+        lines.append(f"    counts = ({', '.join(counts)},)")
+        for where, members in template.subtotals:
+            values[where] = f"_subtotal(({''.join(f'counts[{m}], ' for m in members)}))[1]"
+        at_run_id, at_head, at_count, at_process, at_coverage = self._header_positions
+        lines.append("    process, process_bytes = _subtotal(counts)")
+        values[at_run_id], values[at_head] = "_dumps(run_id)", "_dumps(head_hash)"
+        values[at_count], values[at_process] = "b'%d' % event_count", "process_bytes"
+        if at_coverage is not None:
+            lines.append(f"    applicable = {' + '.join(f'(1 if j{i} else 0)' for i in range(len(counts)))}")
+            lines.append(f"    judged_all = {' + '.join(f'j{i}' for i in range(len(counts)))}")
+            values[at_coverage[0]] = count_bytes("applicable")
+            values[at_coverage[1]] = count_bytes("judged_all")
+            values[at_coverage[2]] = "b'%d' % model_events"
+        assert all(values), "every slot of the template is filled"
+        lines.append("    return _text % (" + "".join(f"{value}, " for value in values) + "), process")
+        namespace: dict[str, Any] = {"__builtins__": __builtins__, **names}
+        exec(compile("\n".join(lines) + "\n", "<procgrade score template>", "exec"), namespace)
+        return namespace["fill"]
 
     def score(self, batches: Iterable[Iterable[tuple[Any, ...]]], *, run_id: str, head_hash: str,
               event_count: int) -> ScoreDocument:

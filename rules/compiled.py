@@ -26,6 +26,7 @@ from typing import Any
 from procgrade.rules.model import RuleSet
 from procgrade.rules.monitor import (
     FULFILLED,
+    MAX_CITED,
     VACUOUS,
     VIOLATED,
     Finding,
@@ -385,12 +386,81 @@ def _function(source: str, values: dict[str, Any]) -> Callable[..., None]:
     return FunctionType(code, {"__builtins__": __builtins__, **values})
 
 
+_sort_key = Finding.sort_key
+
+
+def _finisher(monitor: _Monitor, owner: RunMonitor) -> Callable[[], None] | None:
+    """What finishes ``monitor`` under ``owner``'s generated functions: None when its ``finish``
+    does nothing, a shortcut where the run-scoped state makes the general loop one step."""
+    if type(monitor).finish is _Monitor.finish:
+        return None
+    if isinstance(monitor, _Response):
+        pending, finish = monitor.pending, monitor.finish
+        return lambda: finish() if pending else None  # nothing pending: nothing to emit
+    if isinstance(monitor, _Distinct) and not monitor.stage_scoped:
+        matched, finish = monitor.matched, monitor.finish
+        return lambda: finish() if matched else None  # it emits once per partition with matches
+    if isinstance(monitor, _Count) and not monitor.stage_scoped:
+        return _count_finisher(monitor, owner)
+    return monitor.finish
+
+
+def _count_finisher(monitor: _Count, owner: RunMonitor) -> Callable[[], None]:
+    """:meth:`_Count.finish` for scope ``run``, whose one partition is None."""
+    judged_all, any_model = monitor.semantics < 2, monitor.guard_any_model
+    applicable, matched, low, high = monitor.applicable, monitor.matched, monitor.low, monitor.high
+    emit = monitor.emit
+
+    def finish() -> None:
+        if any_model and owner.model_events:
+            applicable.add(None)
+        if not judged_all and None not in applicable:
+            emit(VACUOUS, None, None)
+            return
+        seqs = matched.get(None, [])
+        ok = len(seqs) >= low and (high is None or len(seqs) <= high)
+        emit(FULFILLED if ok else VIOLATED, None, None, *seqs[:MAX_CITED])
+
+    return finish
+
+
 class CompiledMonitor(RunMonitor):
     """A :class:`RunMonitor` whose rows reach the rules through generated functions, one per
     (actor class, kind); findings, tallies and ``finish`` are the interpreted monitor's."""
 
     def __init__(self, ruleset: RuleSet, *, detail: bool = True) -> None:
         super().__init__(ruleset, detail=detail)
+        clears: list[Callable[[], None]] = []
+        self._run_partitions: list[Callable[[Any], None]] = []
+        for monitor in self.monitors:
+            clears.append(monitor.findings.clear)
+            clears.extend(getattr(monitor, name).clear for name in monitor._STATE)
+            if not monitor.stage_scoped and "partitions" in monitor._STATE:
+                self._run_partitions.append(monitor.partitions.add)  # type: ignore[attr-defined]
+        #: what :meth:`_Monitor.clear` empties, every rule's, as one flat list (containers are never replaced)
+        self._clears = tuple(clears)
+        self._tallies = tuple(monitor.tally for monitor in self.monitors if monitor.tally is not None)
+        #: (rule id, findings, what finishes the rule or None when its ``finish`` has nothing to do)
+        self._finishers = tuple((monitor.id, monitor.findings, _finisher(monitor, self)) for monitor in self.monitors)
+
+    def reset(self) -> None:
+        """:meth:`RunMonitor.reset`, flattened."""
+        self.model_events = 0
+        for clear in self._clears:
+            clear()
+        for tally in self._tallies:
+            tally.fulfilled = tally.vacuous = 0
+        for add in self._run_partitions:
+            add(None)
+
+    def finish(self) -> dict[str, list[Finding]]:
+        """:meth:`RunMonitor.finish`, calling only the rules' ``finish`` that have work to do."""
+        result: dict[str, list[Finding]] = {}
+        for rule_id, found, finisher in self._finishers:
+            if finisher is not None:
+                finisher()
+            result[rule_id] = sorted(found, key=_sort_key) if len(found) > 1 else found[:]
+        return result
 
     def _handlers(self, kind: str, actor: str, table: dict[str, Any]) -> Any:  # type: ignore[override]
         made = generated_source(self.monitors, kind, actor, self)
