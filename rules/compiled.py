@@ -41,7 +41,7 @@ from procgrade.rules.monitor import (
     _Satisfies,
     _slot_order,
 )
-from procgrade.rules.predicates import SEQ
+from procgrade.rules.predicates import SEQ, PrefixMemo
 
 __all__ = ["CompiledMonitor", "GENERATED", "generated_source"]
 
@@ -62,10 +62,19 @@ def _generated(monitor: _Monitor) -> bool:
 class _Writer:
     """Source lines of one function and the values its names refer to."""
 
-    def __init__(self) -> None:
+    def __init__(self, memos: dict[tuple[str, ...], PrefixMemo] | None = None) -> None:
         self.lines: list[str] = []
         self.values: dict[str, Any] = {}
         self._named: dict[tuple[type, Any], str] = {}
+        #: prefix memos by their prefixes, shared by every function of one monitor
+        self.memos = {} if memos is None else memos
+
+    def memo(self, prefixes: tuple[str, ...]) -> tuple[str, str]:
+        """Names of the ``seen`` dict and ``learn`` method of the memo of ``prefixes``."""
+        memo = self.memos.get(prefixes)
+        if memo is None:
+            memo = self.memos[prefixes] = PrefixMemo(prefixes)
+        return self.name(memo.seen, "seen"), self.name(memo.learn, "learn")
 
     def name(self, value: Any, hint: str = "c") -> str:
         """A global name for ``value`` in the generated function (the same value, one name)."""
@@ -96,7 +105,8 @@ class _Rule:
         self.rule_id = writer.name(monitor.id, self.p + "id")
 
     def test(self, matcher: Any) -> str | None:
-        return matcher.source_for_kind(self.kind, self.actor, lambda value: self.w.name(value, self.p + "c"))
+        return matcher.source_for_kind(self.kind, self.actor, lambda value: self.w.name(value, self.p + "c"),
+                                       self.w.memo)
 
     def state(self, value: Any, label: str) -> str:
         return self.w.name(value, self.p + label)
@@ -278,6 +288,8 @@ def _response(rule: _Rule, depth: int, part: str, roles: dict[str, str | None]) 
     pending, by_part = rule.state(m.pending, "pending"), rule.state(m.pending_by_part, "pending_by_part")
     at = _when(rule, depth, roles["tgt"])
     if at is not None:
+        w.line(at, f"if {pending}:")  # nothing pending: a target resolves nothing
+        at += 1
         if m.t_single is not None and m.t_single < 0:  # uncorrelated: the one key None
             w.line(at, "key = None")
         else:
@@ -351,7 +363,7 @@ def generated_source(monitors: list[_Monitor], kind: str, actor: str,
                      owner: Any = None) -> tuple[str, dict[str, Any]] | None:
     """(source of ``feed_row(row, n)``, the values its names refer to) for rows of ``kind`` by
     ``actor``'s class, or None when no rule reacts to them."""
-    w = _Writer()
+    w = _Writer(getattr(owner, "_prefix_memos", None))
     w.line(0, "def feed_row(row, n):")
     w.line(1, f"seq = row[{SEQ}]")
     reacting = False
@@ -430,6 +442,7 @@ class CompiledMonitor(RunMonitor):
 
     def __init__(self, ruleset: RuleSet, *, detail: bool = True) -> None:
         super().__init__(ruleset, detail=detail)
+        self._prefix_memos: dict[tuple[str, ...], PrefixMemo] = {}
         clears: list[Callable[[], None]] = []
         self._run_partitions: list[Callable[[Any], None]] = []
         for monitor in self.monitors:

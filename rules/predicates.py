@@ -13,6 +13,7 @@ from procgrade.engine.store.scores import FACT_ROW_COLUMNS
 from procgrade.rules.model import Predicate
 
 __all__ = ["ROW_COLUMNS", "COLUMN", "Matcher", "actor_matches", "compile_any", "compile_predicate", "condition_sources",
+           "PrefixMemo",
            "kinds_of"]
 
 ROW_COLUMNS: tuple[str, ...] = FACT_ROW_COLUMNS  # what the store reads for rules, in this order
@@ -72,10 +73,38 @@ def _conditions(predicate: Predicate) -> tuple[RowCheck, ...]:
 _OP_SOURCE = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
 
 
-def condition_sources(predicate: Predicate, constant: Callable[[Any], str]) -> tuple[str, ...]:
+class PrefixMemo:
+    """Whether a text starts with one of some prefixes, remembered per text: a text column's
+    values repeat within and across runs (commands, paths), and testing twenty prefixes costs
+    more than one dict lookup. Verdicts are 1 (starts with one) and 2 (with none)."""
+
+    __slots__ = ("prefixes", "seen")
+
+    #: Texts remembered before the memo starts afresh, and the longest text remembered (a memo
+    #: holds at most about a megabyte).
+    LIMIT = 4096
+    LONGEST = 256
+
+    def __init__(self, prefixes: tuple[str, ...]) -> None:
+        self.prefixes = prefixes
+        self.seen: dict[str, int] = {}
+
+    def learn(self, text: str) -> int:
+        verdict = 1 if text.startswith(self.prefixes) else 2
+        if len(text) <= self.LONGEST:
+            seen = self.seen
+            if len(seen) >= self.LIMIT:
+                seen.clear()
+            seen[text] = verdict
+        return verdict
+
+
+def condition_sources(predicate: Predicate, constant: Callable[[Any], str],
+                      memo: Callable[[tuple[str, ...]], tuple[str, str]] | None = None) -> tuple[str, ...]:
     """The column conditions of ``predicate`` as Python expressions over ``row``, in
     :func:`_conditions`' order and with its exact tests (generated code evaluates them alike);
-    ``constant(value)`` names a value the expressions refer to."""
+    ``constant(value)`` names a value the expressions refer to. Given ``memo`` (prefixes -> the
+    names of a :class:`PrefixMemo`'s ``seen`` dict and ``learn`` method), prefix tests ask it."""
     sources: list[str] = []
     for column, wanted in sorted(predicate.equals.items()):
         i = COLUMN[column]
@@ -83,10 +112,18 @@ def condition_sources(predicate: Predicate, constant: Callable[[Any], str]) -> t
         sources.append(f"(row[{i}] is not None and row[{i}] in {allowed})")
     for column, prefixes in sorted(predicate.prefix.items()):
         i = COLUMN[column]
-        sources.append(f"(row[{i}] is not None and row[{i}].startswith({constant(tuple(sorted(prefixes)))}))")
+        if memo is None:
+            sources.append(f"(row[{i}] is not None and row[{i}].startswith({constant(tuple(sorted(prefixes)))}))")
+        else:
+            seen, learn = memo(tuple(sorted(prefixes)))
+            sources.append(f"(row[{i}] is not None and ({seen}.get(row[{i}]) or {learn}(row[{i}])) == 1)")
     for column, prefixes in sorted(predicate.not_prefix.items()):
         i = COLUMN[column]
-        sources.append(f"(row[{i}] is None or not row[{i}].startswith({constant(tuple(sorted(prefixes)))}))")
+        if memo is None:
+            sources.append(f"(row[{i}] is None or not row[{i}].startswith({constant(tuple(sorted(prefixes)))}))")
+        else:
+            seen, learn = memo(tuple(sorted(prefixes)))
+            sources.append(f"(row[{i}] is None or ({seen}.get(row[{i}]) or {learn}(row[{i}])) == 2)")
     for column in predicate.present:
         sources.append(f"row[{COLUMN[column]}] is not None")
     for column in predicate.absent:
@@ -183,13 +220,14 @@ class Matcher:
             return lambda row: first(row) or second(row)
         return lambda row: any(test(row) for test in tests)
 
-    def source_for_kind(self, kind: str, actor: str, constant: Callable[[Any], str]) -> str | None:
+    def source_for_kind(self, kind: str, actor: str, constant: Callable[[Any], str],
+                        memo: Callable[[tuple[str, ...]], tuple[str, str]] | None = None) -> str | None:
         """:meth:`for_kind` as a Python expression over ``row``: None (never matches), ``"True"``
         (always does), or the column conditions left, tested in the same order."""
         kept = [predicate for actors, predicate in self.predicates.get(kind, ()) if actor_matches(actor, actors)]
         if not kept:
             return None
-        conditions = [condition_sources(predicate, constant) for predicate in kept]
+        conditions = [condition_sources(predicate, constant, memo) for predicate in kept]
         if any(not sources for sources in conditions):
             return "True"
         return " or ".join(f"({' and '.join(sources)})" for sources in conditions)

@@ -19,7 +19,7 @@ from procgrade.rules.compiled import CompiledMonitor, generated_source
 from procgrade.rules.loading import load_ruleset
 from procgrade.rules.model import RuleSet
 from procgrade.rules.monitor import RunMonitor
-from procgrade.rules.predicates import ROW_COLUMNS
+from procgrade.rules.predicates import ROW_COLUMNS, PrefixMemo
 
 sys.path.insert(0, str(Path(__file__).parent))
 from builders import h_runs  # noqa: E402
@@ -136,3 +136,16 @@ def test_actors_of_one_class_share_one_function(actors: list[str]) -> None:
     for actor in actors:
         table = monitor._dispatch[actor][1]
         assert by_class.setdefault(actor.split(":", 1)[0], table) is table
+
+
+@settings(max_examples=200, deadline=None)
+@given(prefixes=st.lists(st.text(min_size=1, max_size=3), min_size=1, max_size=4),
+       texts=st.lists(st.text(max_size=5) | st.text(min_size=250, max_size=300), min_size=1, max_size=30))
+def test_prefix_memo_says_what_startswith_says(prefixes: list[str], texts: list[str]) -> None:
+    memo = PrefixMemo(tuple(sorted(prefixes)))
+    memo.LIMIT = 7  # type: ignore[misc]  # starts afresh often
+    for text in texts + texts:
+        verdict = memo.seen.get(text) or memo.learn(text)
+        assert verdict == (1 if text.startswith(tuple(prefixes)) else 2)
+        assert len(memo.seen) <= 7
+        assert all(len(t) <= PrefixMemo.LONGEST for t in memo.seen)
