@@ -18,7 +18,7 @@ from typing import Any
 
 import orjson
 
-from procgrade.engine.canonical import canonical_json
+from procgrade.engine.canonical import canonical_json, sha256_hex
 from procgrade.engine.errors import InputError, ProcgradeError
 from procgrade.engine.interrupts import deferred_interrupt
 from procgrade.engine.executors import Executor, LocalExecutor, plan_chunks
@@ -181,16 +181,20 @@ def score_many(store: EventStore, run_ids: Sequence[str] | None, ruleset: RuleSe
     tasks = [(source, body, chunk) for chunk in chunks]
     chunk_weights = [sum(max(1, count) for _, _, count in chunk) for chunk in chunks]
     outcomes: list[ScoreOutcome] = []
+    told = on_outcome is not None or collect
     for results in executor.map(score_task, tasks, weights=chunk_weights, on_done=on_events):
-        documents = [document_from_canonical(canonical, digest, run_id=run_id, head=head, count=count, process=process)
-                     for run_id, head, count, canonical, process in results]
-        rows = [StoredScore(run_id, digest, ENGINE_VERSION, head, count, process, canonical.decode(), document.sha256)
-                for (run_id, head, count, canonical, process), document in zip(results, documents)]
+        rows = [StoredScore(run_id, digest, ENGINE_VERSION, head, count, process, canonical.decode(),
+                            sha256_hex(canonical))
+                for run_id, head, count, canonical, process in results]
         # a Ctrl-C waits until the task's documents are stored and told: what the caller counts is
         # exactly what the store holds
         with deferred_interrupt():
             written = store_scores(store, rows)
-            for document, new in zip(documents, written):
+            if not told:  # nobody is told the documents: none is made
+                continue
+            for (run_id, head, count, canonical, process), new in zip(results, written):
+                document = document_from_canonical(canonical, digest, run_id=run_id, head=head, count=count,
+                                                   process=process)
                 outcome = ScoreOutcome(document, new)
                 if on_outcome is not None:
                     on_outcome(outcome)
@@ -276,8 +280,6 @@ def verify_many(store: EventStore, run_ids: Sequence[str] | None = None, *, exec
     tasks = [(source, {s.ruleset_hash: bodies[s.ruleset_hash] for _, s in chunk},
               [(s.run_id, s.ruleset_hash, s.run_event_count) for _, s in chunk]) for chunk in chunks]
     chunk_weights = [sum(max(1, s.run_event_count) for _, s in chunk) for chunk in chunks]
-    from procgrade.engine.canonical import sha256_hex
-
     for chunk, results in zip(chunks, executor.map(verify_task, tasks, weights=chunk_weights, on_done=on_events)):
         for (i, score), canonical in zip(chunk, results):
             if canonical.decode() != score.document:
