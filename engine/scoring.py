@@ -360,6 +360,21 @@ def _dumps(value: Any) -> bytes:
     return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
 
 
+def _subtotal_memo(weights: tuple[int, ...], memo: dict[tuple[int, ...], tuple[Fraction | None, bytes]]) -> Any:
+    """``learn(key)``: (weighted score, its canonical bytes) of rules of ``weights`` whose counts
+    are ``key`` = (fulfilled, judged) of each in turn, remembered in ``memo`` (a run's few rules
+    of a pattern or check repeat their counts across runs)."""
+
+    def learn(key: tuple[int, ...]) -> tuple[Fraction | None, bytes]:
+        if len(memo) >= 50_000:
+            memo.clear()
+        value = _weighted_counts([(weight, key[2 * i], key[2 * i + 1]) for i, weight in enumerate(weights)])
+        found = memo[key] = (value, _dumps(rational(value)))
+        return found
+
+    return learn
+
+
 def _violations_bytes(violated: list[Finding]) -> bytes:
     """The canonical bytes of a rule's ``violations`` list."""
     return _dumps([{"seq": f.seq, "stage": f.stage, "cited": list(f.cited)} for f in violated])
@@ -459,11 +474,18 @@ class RunScorer:
             values[at_score] = f"(_ratios.get((f{i}, j{i})) or _ratio_bytes(f{i}, j{i}))"
             values[at_violations] = f"(_violations(x{i}) if x{i} else b'[]')"
             counts.append(f"({weight}, f{i}, j{i})")
-        lines.append(f"    counts = ({', '.join(counts)},)")
-        for where, members in template.subtotals:
-            values[where] = f"_subtotal(({''.join(f'counts[{m}], ' for m in members)}))[1]"
+        weights = [weight for _, weight, *_ in self._plan]
+        for number, (where, members) in enumerate(template.subtotals):
+            memo: dict[tuple[int, ...], tuple[Fraction | None, bytes]] = {}
+            names[f"_seen{number}"] = memo
+            names[f"_learn{number}"] = _subtotal_memo(tuple(weights[m] for m in members), memo)
+            key = "".join(f"f{m}, j{m}, " for m in members)
+            values[where] = f"(_seen{number}.get(_k := ({key})) or _learn{number}(_k))[1]"
+        names["_seen_process"] = process_memo = {}
+        names["_learn_process"] = _subtotal_memo(tuple(weights), process_memo)
         at_run_id, at_head, at_count, at_process, at_coverage = self._header_positions
-        lines.append("    process, process_bytes = _subtotal(counts)")
+        key = "".join(f"f{i}, j{i}, " for i in range(len(counts)))
+        lines.append(f"    process, process_bytes = _seen_process.get(_k := ({key})) or _learn_process(_k)")
         values[at_run_id], values[at_head] = "_dumps(run_id)", "_dumps(head_hash)"
         values[at_count], values[at_process] = "b'%d' % event_count", "process_bytes"
         if at_coverage is not None:
