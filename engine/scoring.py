@@ -403,9 +403,10 @@ def _ratio_bytes(numerator: int, denominator: int) -> bytes:
 class RunScorer:
     """A rule set made ready once for scoring many runs in turn (a batch, a task).
 
-    Per run, only the run's own work remains: the monitor's compiled predicates and per-kind
-    handlers are reused (reset between runs), and the document is written into the rule set's
-    canonical template (:class:`_Template`) rather than built and serialised whole.
+    Per run, only the run's own work remains: the rules run as generated code
+    (:class:`procgrade.rules.compiled.CompiledMonitor`, reset between runs), and the document is
+    written into the rule set's canonical template (:class:`_Template`) by a generated fill
+    function rather than built and serialised whole.
     Not shared between threads: one scorer scores one run at a time.
     """
 
@@ -453,8 +454,7 @@ class RunScorer:
         :func:`score_document`'s bytes)."""
         template = self._template
         names: dict[str, Any] = {"_text": template.text, "_small": _SMALL_INTS, "_ratios": _RATIOS,
-                                 "_ratio_bytes": _ratio_bytes, "_dumps": _dumps, "_subtotal": template.subtotal,
-                                 "_violations": _violations_bytes}
+                                 "_ratio_bytes": _ratio_bytes, "_dumps": _dumps, "_violations": _violations_bytes}
         lines = ["def fill(findings, run_id, head_hash, event_count, model_events):"]
         values: list[str] = [""] * template.size
 
