@@ -11,7 +11,9 @@ it is RFC 8785 canonical JSON of integers, strings and rationals written as
 from __future__ import annotations
 
 from collections.abc import Iterable
+import re
 from dataclasses import dataclass
+from operator import itemgetter
 from decimal import ROUND_HALF_EVEN, Decimal
 from fractions import Fraction
 from math import gcd, lcm
@@ -360,6 +362,50 @@ def _dumps(value: Any) -> bytes:
     return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
 
 
+#: A rule's run-dependent fields, in the order of :attr:`_Template.rule_positions`.
+_RULE_FIELDS = ("activations", "fulfilled", "violated", "vacuous", "score", "violations")
+
+
+def _between_slots(text: bytes) -> list[bytes]:
+    """The pieces of a ``%`` template around its ``%s`` slots (``%%`` escapes kept): piece k comes
+    before slot k, and there is one more piece than slots."""
+    pieces, start = [], 0
+    for match in re.finditer(rb"%[%s]", text):
+        if match.group() == b"%s":
+            pieces.append(text[start:match.start()])
+            start = match.end()
+    pieces.append(text[start:])
+    return pieces
+
+
+def _rule_filler(inner: bytes, order: tuple[str, ...], seen: dict[tuple[int, int], bytes]) -> tuple[Any, Any]:
+    """(``plain(fulfilled, vacuous)``, ``violated(fulfilled, vacuous, violations)``): the bytes of
+    one rule's stretch of run-dependent values (``inner``, its fields in ``order``), the first
+    remembered in ``seen`` (a rule without violations has few distinct counts across runs)."""
+
+    pick = itemgetter(*[_RULE_FIELDS.index(name) for name in order])  # _RULE_FIELDS order -> text order
+    small, ratios = _SMALL_INTS, _RATIOS
+
+    def violated(fulfilled: int, vacuous: int, found: list[Finding]) -> bytes:
+        failed = len(found)
+        judged = fulfilled + failed
+        activations = judged + vacuous
+        return inner % pick((small[activations] if activations < 4096 else b"%d" % activations,
+                             small[fulfilled] if fulfilled < 4096 else b"%d" % fulfilled,
+                             small[failed] if failed < 4096 else b"%d" % failed,
+                             small[vacuous] if vacuous < 4096 else b"%d" % vacuous,
+                             ratios.get((fulfilled, judged)) or _ratio_bytes(fulfilled, judged),
+                             _violations_bytes(found) if found else b"[]"))
+
+    def plain(fulfilled: int, vacuous: int) -> bytes:
+        if len(seen) >= 50_000:
+            seen.clear()
+        found = seen[(fulfilled, vacuous)] = violated(fulfilled, vacuous, [])
+        return found
+
+    return plain, violated
+
+
 def _subtotal_memo(weights: tuple[int, ...], memo: dict[tuple[int, ...], tuple[Fraction | None, bytes]]) -> Any:
     """``learn(key)``: (weighted score, its canonical bytes) of rules of ``weights`` whose counts
     are ``key`` = (fulfilled, judged) of each in turn, remembered in ``memo`` (a run's few rules
@@ -461,19 +507,33 @@ class RunScorer:
         def count_bytes(expr: str) -> str:
             return f"(_small[{expr}] if {expr} < 4096 else b'%d' % ({expr}))"
 
+        segments = _between_slots(template.text)
+        inside: set[int] = set()  # slots folded into a rule's own template
         counts = []
-        for i, (rule_id, weight, at_activations, at_fulfilled, at_violated, at_vacuous, at_score, at_violations,
-                tally) in enumerate(self._plan):
+        for i, (rule_id, weight, *where, tally) in enumerate(self._plan):
             names[f"_tally{i}"], names[f"_id{i}"] = tally, rule_id
             lines += [f"    f{i} = _tally{i}.fulfilled", f"    v{i} = _tally{i}.vacuous",
-                      f"    x{i} = findings[_id{i}]", f"    j{i} = f{i} + len(x{i})", f"    a{i} = j{i} + v{i}"]
-            values[at_activations] = count_bytes(f"a{i}")
+                      f"    x{i} = findings[_id{i}]", f"    j{i} = f{i} + len(x{i})"]
+            counts.append(f"({weight}, f{i}, j{i})")
+            first = min(where)
+            if sorted(where) == list(range(first, first + len(where))):
+                # the rule's six values are one stretch of its object: filled as one piece, a rule
+                # without violations remembered by (fulfilled, vacuous)
+                order = tuple(field for _, field in sorted(zip(where, _RULE_FIELDS)))
+                inner = b"%s" + b"".join(segments[k] + b"%s" for k in range(first + 1, first + len(where)))
+                names[f"_plain_seen{i}"] = seen = {}
+                names[f"_plain{i}"], names[f"_violated{i}"] = _rule_filler(inner, order, seen)
+                inside.update(range(first + 1, first + len(where)))
+                values[first] = f"(_violated{i}(f{i}, v{i}, x{i}) if x{i} else " \
+                                f"(_plain_seen{i}.get((f{i}, v{i})) or _plain{i}(f{i}, v{i})))"
+                continue
+            at_activations, at_fulfilled, at_violated, at_vacuous, at_score, at_violations = where
+            values[at_activations] = count_bytes(f"(j{i} + v{i})")
             values[at_fulfilled] = count_bytes(f"f{i}")
             values[at_violated] = count_bytes(f"len(x{i})")
             values[at_vacuous] = count_bytes(f"v{i}")
             values[at_score] = f"(_ratios.get((f{i}, j{i})) or _ratio_bytes(f{i}, j{i}))"
             values[at_violations] = f"(_violations(x{i}) if x{i} else b'[]')"
-            counts.append(f"({weight}, f{i}, j{i})")
         weights = [weight for _, weight, *_ in self._plan]
         for number, (where, members) in enumerate(template.subtotals):
             memo: dict[tuple[int, ...], tuple[Fraction | None, bytes]] = {}
@@ -494,8 +554,11 @@ class RunScorer:
             values[at_coverage[0]] = count_bytes("applicable")
             values[at_coverage[1]] = count_bytes("judged_all")
             values[at_coverage[2]] = "b'%d' % model_events"
-        assert all(values), "every slot of the template is filled"
-        lines.append("    return _text % (" + "".join(f"{value}, " for value in values) + "), process")
+        assert all(value or at in inside for at, value in enumerate(values)), "every slot of the template is filled"
+        names["_text"] = b"".join(segments[at] + b"%s" for at in range(template.size) if at not in inside) \
+            + segments[template.size]
+        lines.append("    return _text % (" + "".join(f"{value}, " for at, value in enumerate(values)
+                                                 if at not in inside) + "), process")
         namespace: dict[str, Any] = {"__builtins__": __builtins__, **names}
         exec(compile("\n".join(lines) + "\n", "<procgrade score template>", "exec"), namespace)
         return namespace["fill"]
