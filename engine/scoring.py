@@ -412,10 +412,20 @@ def _subtotal_memo(weights: tuple[int, ...], memo: dict[tuple[int, ...], tuple[F
     of a pattern or check repeat their counts across runs)."""
 
     def learn(key: tuple[int, ...]) -> tuple[Fraction | None, bytes]:
+        """:func:`_weighted_counts` and the bytes of its :func:`rational`, in integers."""
         if len(memo) >= 50_000:
             memo.clear()
-        value = _weighted_counts([(weight, key[2 * i], key[2 * i + 1]) for i, weight in enumerate(weights)])
-        found = memo[key] = (value, _dumps(rational(value)))
+        judged = key[1::2]
+        applicable = [(weight, fulfilled, j) for weight, fulfilled, j in zip(weights, key[0::2], judged) if j]
+        if not applicable:
+            found = memo[key] = (None, b"null")
+            return found
+        common = lcm(*[j for _, _, j in applicable])
+        numerator = sum([weight * fulfilled * (common // j) for weight, fulfilled, j in applicable])
+        denominator = common * sum([weight for weight, _, _ in applicable])
+        divisor = gcd(numerator, denominator)
+        numerator, denominator = numerator // divisor, denominator // divisor
+        found = memo[key] = (Fraction(numerator, denominator), b'{"den":"%d","num":"%d"}' % (denominator, numerator))
         return found
 
     return learn

@@ -410,11 +410,33 @@ def _finisher(monitor: _Monitor, owner: RunMonitor) -> Callable[[], None] | None
         pending, finish = monitor.pending, monitor.finish
         return lambda: finish() if pending else None  # nothing pending: nothing to emit
     if isinstance(monitor, _Distinct) and not monitor.stage_scoped:
-        matched, finish = monitor.matched, monitor.finish
-        return lambda: finish() if matched else None  # it emits once per partition with matches
+        return _distinct_finisher(monitor, owner)
     if isinstance(monitor, _Count) and not monitor.stage_scoped:
         return _count_finisher(monitor, owner)
     return monitor.finish
+
+
+def _distinct_finisher(monitor: _Distinct, owner: RunMonitor) -> Callable[[], None]:
+    """:meth:`_Distinct.finish` for scope ``run``: its one partition (None) when anything matched."""
+    matched, emit = monitor.matched, monitor.emit
+    percent, limit = monitor.rule.early_percent, monitor.rule.max
+
+    def finish() -> None:
+        found = matched.get(None)
+        if not found:  # nothing matched: no partition, no finding
+            return
+        window = percent * owner.model_events
+        firsts: dict[Any, int] = {}
+        for rank, seq, key in found:
+            if key is not None and rank * 100 <= window and key not in firsts:
+                firsts[key] = seq
+        if not firsts:
+            emit(VACUOUS, None, None)
+            return
+        cited = sorted(firsts.values())[:MAX_CITED]
+        emit(FULFILLED if len(firsts) <= limit else VIOLATED, None, None, *cited)
+
+    return finish
 
 
 def _count_finisher(monitor: _Count, owner: RunMonitor) -> Callable[[], None]:
