@@ -73,6 +73,24 @@ class _StoreFacts:
         self.store.close()
 
 
+class _DriverFacts(_StoreFacts):
+    """The driver's own open store, read by tasks that run in the driver's process."""
+
+    def close(self) -> None:  # the driver's store stays open: the driver closes it
+        pass
+
+
+@dataclass(frozen=True)
+class _DriverSource:
+    """A :class:`FactSource` for tasks run in the driver's process: they read through the driver's
+    open store rather than each opening the database anew (about 9 ms an open, checks included)."""
+
+    store: EventStore
+
+    def open(self) -> Any:
+        return _DriverFacts(self.store)
+
+
 def store_source(store: EventStore) -> FactSource:
     return FactSource("store", store.engine.url.render_as_string(hide_password=False))
 
@@ -180,6 +198,8 @@ def score_many(store: EventStore, run_ids: Sequence[str] | None, ruleset: RuleSe
         on_plan(len(heads), sum(count for _, _, count in heads))
     executor = executor.for_events(sum(weights))
     chunks = plan_chunks(heads, weights, executor.workers)
+    if archive is None and type(executor) is LocalExecutor and (executor.workers == 1 or len(chunks) < 2):
+        source = _DriverSource(store)  # type: ignore[assignment]  # the tasks run here, in order
     tasks = [(source, body, chunk) for chunk in chunks]
     chunk_weights = [sum(max(1, count) for _, _, count in chunk) for chunk in chunks]
     outcomes: list[ScoreOutcome] = []
