@@ -10,7 +10,8 @@ run on the same database:
   a fair floor: the re-score reads these same columns plus ``run_id`` (about 5% more read time on
   SQLite), and the default rule set needs 18 of the 24 (reading NULL for the other six, stage,
   cmd_hash, job_id and the test counts, saves 3-7%: not worth a query per rule set);
-* the monitor alone on rows already in memory (where the rest of the time goes);
+* the monitor alone on rows already in memory (where the rest of the time goes), interpreted (the
+  reference, which ``explain`` and reports run) and compiled (what re-scoring runs);
 * the re-score: ``score_many`` as ``rescore --all`` runs it (run heads, batched fact reads, rule
   monitor, canonical documents, stored in batches by the one writer), on one core in this
   process, and with ``--workers`` processes (wall time, worker start-up included);
@@ -42,6 +43,7 @@ from procgrade.engine.ingest import ingest_native  # noqa: E402
 from procgrade.engine.parallel_scoring import score_many  # noqa: E402
 from procgrade.engine.store import EventStore, open_store  # noqa: E402
 from procgrade.engine.store.scores import FACT_ROW_COLUMNS, ScoreStore  # noqa: E402
+from procgrade.rules.compiled import CompiledMonitor  # noqa: E402
 from procgrade.rules.loading import load_ruleset  # noqa: E402
 from procgrade.rules.model import RuleSet  # noqa: E402
 from procgrade.rules.monitor import RunMonitor  # noqa: E402
@@ -91,6 +93,22 @@ def monitor_only(store: EventStore, ruleset: RuleSet) -> float:
     return time.process_time() - start
 
 
+def compiled_monitor_only(store: EventStore, ruleset: RuleSet) -> float:
+    """CPU seconds of the compiled rule monitor (what re-scoring runs) over every run's rows, read
+    into memory first."""
+    scores = ScoreStore(store)
+    runs = [(info.run_id, info.event_count) for info in store.runs()]
+    rows = [list(r) for _, r in scores.facts_of_runs(runs)]
+    monitor = CompiledMonitor(ruleset, detail=False)
+    gc.collect()
+    start = time.process_time()
+    for run in rows:
+        monitor.reset()
+        monitor.feed(run)
+        monitor.finish()
+    return time.process_time() - start
+
+
 def rescore(store: EventStore, ruleset: RuleSet, workers: int) -> tuple[float, float]:
     """(wall s, CPU s of this process) of ``rescore --all`` with ``workers`` (1: in this process)."""
     rules = fresh_ruleset(ruleset)
@@ -123,6 +141,7 @@ def main_case(tmp: Path, args: argparse.Namespace, ruleset: RuleSet) -> None:
     rescore(store, ruleset, 1)  # warm: the database file in the page cache, the rule set compiled
     bare_wall, bare_cpu = timed(lambda: bare_read(store))
     monitor_cpu = monitor_only(store, ruleset)
+    compiled_cpu = compiled_monitor_only(store, ruleset)
     one_wall, one_cpu = rescore(store, ruleset, 1)
     many_wall, _ = rescore(store, ruleset, args.workers) if args.workers > 1 else (None, None)
     bare_again_wall, bare_again_cpu = timed(lambda: bare_read(store))  # after, so load drift shows
@@ -134,6 +153,7 @@ def main_case(tmp: Path, args: argparse.Namespace, ruleset: RuleSet) -> None:
     print(f"{'step':<44} {'wall s':>8} {'CPU s':>8} {'events/s (CPU)':>15}")
     rows = [("bare read of typed columns (one query)", bare_wall, bare_cpu),
             ("monitor on in-memory rows", None, monitor_cpu),
+            ("compiled monitor on in-memory rows", None, compiled_cpu),
             ("re-score, one core (read+monitor+doc+store)", one_wall, one_cpu)]
     if many_wall is not None:
         rows.append((f"re-score, {args.workers} workers (wall)", many_wall, None))

@@ -11,7 +11,9 @@ it is RFC 8785 canonical JSON of integers, strings and rationals written as
 from __future__ import annotations
 
 from collections.abc import Iterable
+import re
 from dataclasses import dataclass
+from operator import itemgetter
 from decimal import ROUND_HALF_EVEN, Decimal
 from fractions import Fraction
 from math import gcd, lcm
@@ -21,6 +23,7 @@ import orjson
 
 from procgrade.engine.version import __version__ as ENGINE_VERSION
 from procgrade.engine.canonical import canonical_json, canonical_json_of_typed, sha256_hex
+from procgrade.rules.compiled import CompiledMonitor
 from procgrade.rules.identity import rule_hash, ruleset_hash, versions_of
 from procgrade.rules.model import BEHAVIOUR_PATTERNS, BINARY_CHECKS, RuleSet
 from procgrade.rules.monitor import Finding, RunMonitor, Tally
@@ -359,6 +362,80 @@ def _dumps(value: Any) -> bytes:
     return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
 
 
+#: A rule's run-dependent fields, in the order of :attr:`_Template.rule_positions`.
+_RULE_FIELDS = ("activations", "fulfilled", "violated", "vacuous", "score", "violations")
+
+
+def _between_slots(text: bytes) -> list[bytes]:
+    """The pieces of a ``%`` template around its ``%s`` slots (``%%`` escapes kept): piece k comes
+    before slot k, and there is one more piece than slots."""
+    pieces, start = [], 0
+    for match in re.finditer(rb"%[%s]", text):
+        if match.group() == b"%s":
+            pieces.append(text[start:match.start()])
+            start = match.end()
+    pieces.append(text[start:])
+    return pieces
+
+
+def _rule_filler(inner: bytes, order: tuple[str, ...], seen: dict[tuple[int, int], bytes]) -> tuple[Any, Any]:
+    """(``plain(fulfilled, vacuous)``, ``violated(fulfilled, vacuous, violations)``): the bytes of
+    one rule's stretch of run-dependent values (``inner``, its fields in ``order``), the first
+    remembered in ``seen`` (a rule without violations has few distinct counts across runs)."""
+
+    pick = itemgetter(*[_RULE_FIELDS.index(name) for name in order])  # _RULE_FIELDS order -> text order
+    small, ratios = _SMALL_INTS, _RATIOS
+
+    def violated(fulfilled: int, vacuous: int, found: list[Finding]) -> bytes:
+        failed = len(found)
+        judged = fulfilled + failed
+        activations = judged + vacuous
+        return inner % pick((small[activations] if activations < 4096 else b"%d" % activations,
+                             small[fulfilled] if fulfilled < 4096 else b"%d" % fulfilled,
+                             small[failed] if failed < 4096 else b"%d" % failed,
+                             small[vacuous] if vacuous < 4096 else b"%d" % vacuous,
+                             ratios.get((fulfilled, judged)) or _ratio_bytes(fulfilled, judged),
+                             _violations_bytes(found) if found else b"[]"))
+
+    def plain(fulfilled: int, vacuous: int) -> bytes:
+        if len(seen) >= 50_000:
+            seen.clear()
+        found = seen[(fulfilled, vacuous)] = violated(fulfilled, vacuous, [])
+        return found
+
+    return plain, violated
+
+
+def _subtotal_memo(weights: tuple[int, ...], memo: dict[tuple[int, ...], tuple[Fraction | None, bytes]]) -> Any:
+    """``learn(key)``: (weighted score, its canonical bytes) of rules of ``weights`` whose counts
+    are ``key`` = (fulfilled, judged) of each in turn, remembered in ``memo`` (a run's few rules
+    of a pattern or check repeat their counts across runs)."""
+
+    def learn(key: tuple[int, ...]) -> tuple[Fraction | None, bytes]:
+        """:func:`_weighted_counts` and the bytes of its :func:`rational`, in integers."""
+        if len(memo) >= 50_000:
+            memo.clear()
+        judged = key[1::2]
+        applicable = [(weight, fulfilled, j) for weight, fulfilled, j in zip(weights, key[0::2], judged) if j]
+        if not applicable:
+            found = memo[key] = (None, b"null")
+            return found
+        common = lcm(*[j for _, _, j in applicable])
+        numerator = sum([weight * fulfilled * (common // j) for weight, fulfilled, j in applicable])
+        denominator = common * sum([weight for weight, _, _ in applicable])
+        divisor = gcd(numerator, denominator)
+        numerator, denominator = numerator // divisor, denominator // divisor
+        found = memo[key] = (Fraction(numerator, denominator), b'{"den":"%d","num":"%d"}' % (denominator, numerator))
+        return found
+
+    return learn
+
+
+def _violations_bytes(violated: list[Finding]) -> bytes:
+    """The canonical bytes of a rule's ``violations`` list."""
+    return _dumps([{"seq": f.seq, "stage": f.stage, "cited": list(f.cited)} for f in violated])
+
+
 #: The decimal bytes of the small counts most documents hold.
 _SMALL_INTS = tuple(b"%d" % n for n in range(4096))
 
@@ -382,16 +459,17 @@ def _ratio_bytes(numerator: int, denominator: int) -> bytes:
 class RunScorer:
     """A rule set made ready once for scoring many runs in turn (a batch, a task).
 
-    Per run, only the run's own work remains: the monitor's compiled predicates and per-kind
-    handlers are reused (reset between runs), and the document is written into the rule set's
-    canonical template (:class:`_Template`) rather than built and serialised whole.
+    Per run, only the run's own work remains: the rules run as generated code
+    (:class:`procgrade.rules.compiled.CompiledMonitor`, reset between runs), and the document is
+    written into the rule set's canonical template (:class:`_Template`) by a generated fill
+    function rather than built and serialised whole.
     Not shared between threads: one scorer scores one run at a time.
     """
 
     def __init__(self, ruleset: RuleSet, digest: str | None = None) -> None:
         self.ruleset = ruleset
         self.digest = digest or ruleset_hash(ruleset)
-        self._monitor = RunMonitor(ruleset, detail=False)
+        self._monitor = CompiledMonitor(ruleset, detail=False)
         self._template = _Template(_layout(ruleset, self.digest))
         by_id = {monitor.id: monitor.tally for monitor in self._monitor.monitors}
         #: each rule's tally (zeroed, never replaced, between runs) in the document's rule order
@@ -405,6 +483,7 @@ class RunScorer:
             position["run_id"], position["run_head_hash"], position["run_event_count"], position["process_score"],
             (position["rules_applicable"], position["judged_activations"], position["model_events"])
             if template.layout.coverage else None)
+        self._fill = self._fill_function()
 
     def canonical(self, batches: Iterable[Iterable[tuple[Any, ...]]], *, run_id: str, head_hash: str,
                   event_count: int) -> tuple[bytes, Fraction | None]:
@@ -415,51 +494,84 @@ class RunScorer:
         for rows in batches:
             monitor.feed(rows)
         findings = monitor.finish()
-        template = self._template
-        values: list[Any] = [b""] * template.size
-        counts = []
-        add = counts.append
-        small = _SMALL_INTS
         try:
-            for rule_id, weight, at_activations, at_fulfilled, at_violated, at_vacuous, at_score, at_violations, \
-                    tally in self._plan:
-                violated = findings[rule_id]
-                fulfilled, vacuous, failed = tally.fulfilled, tally.vacuous, len(violated)
-                judged = fulfilled + failed
-                add((weight, fulfilled, judged))
-                # counts are never negative; most are small enough for the table
-                values[at_activations] = small[judged + vacuous] if judged + vacuous < 4096 else _int_bytes(
-                    judged + vacuous)
-                values[at_fulfilled] = small[fulfilled] if fulfilled < 4096 else _int_bytes(fulfilled)
-                values[at_violated] = small[failed] if failed < 4096 else _int_bytes(failed)
-                values[at_vacuous] = small[vacuous] if vacuous < 4096 else _int_bytes(vacuous)
-                values[at_score] = _ratio_bytes(fulfilled, judged)
-                values[at_violations] = _dumps([{"seq": f.seq, "stage": f.stage, "cited": list(f.cited)}
-                                                for f in violated]) if violated else b"[]"
-            subtotal = template.subtotal
-            for where, members in template.subtotals:
-                values[where] = subtotal(tuple([counts[i] for i in members]))[1]
-            process = _weighted_counts(counts)  # nearly every run has counts of its own: not remembered
-            at_run_id, at_head, at_count, at_process, at_coverage = self._header_positions
-            values[at_run_id] = _dumps(run_id)
-            values[at_head] = _dumps(head_hash)
-            values[at_count] = b"%d" % event_count
-            values[at_process] = _dumps(rational(process))
-            if at_coverage is not None:
-                applicable = judged_all = 0
-                for _, _, judged in counts:
-                    if judged:
-                        applicable += 1
-                        judged_all += judged
-                values[at_coverage[0]] = _int_bytes(applicable)
-                values[at_coverage[1]] = _int_bytes(judged_all)
-                values[at_coverage[2]] = b"%d" % monitor.model_events
+            return self._fill(findings, run_id, head_hash, event_count, monitor.model_events)
         except orjson.JSONEncodeError:  # an integer beyond 64 bits: the reference path
             document = score_document(self.ruleset, findings, run_id=run_id, head_hash=head_hash,
                                       event_count=event_count, ruleset_digest=self.digest,
                                       tallies=monitor.tallies(), model_events=monitor.model_events)
             return document.canonical, document.process_score
-        return template.text % tuple(values), process
+
+    def _fill_function(self) -> Any:
+        """``fill(findings, run_id, head_hash, event_count, model_events)`` -> (document bytes,
+        process score): the rule set's template filled by straight-line generated code (each rule's
+        counts, score and violations, each subtotal, the header), values in template order; what
+        the loop over the rules would compute, without the loop (tests hold it to
+        :func:`score_document`'s bytes)."""
+        template = self._template
+        names: dict[str, Any] = {"_text": template.text, "_small": _SMALL_INTS, "_ratios": _RATIOS,
+                                 "_ratio_bytes": _ratio_bytes, "_dumps": _dumps, "_violations": _violations_bytes}
+        lines = ["def fill(findings, run_id, head_hash, event_count, model_events):"]
+        values: list[str] = [""] * template.size
+
+        def count_bytes(expr: str) -> str:
+            return f"(_small[{expr}] if {expr} < 4096 else b'%d' % ({expr}))"
+
+        segments = _between_slots(template.text)
+        inside: set[int] = set()  # slots folded into a rule's own template
+        counts = []
+        for i, (rule_id, weight, *where, tally) in enumerate(self._plan):
+            names[f"_tally{i}"], names[f"_id{i}"] = tally, rule_id
+            lines += [f"    f{i} = _tally{i}.fulfilled", f"    v{i} = _tally{i}.vacuous",
+                      f"    x{i} = findings[_id{i}]", f"    j{i} = f{i} + len(x{i})"]
+            counts.append(f"({weight}, f{i}, j{i})")
+            first = min(where)
+            if sorted(where) == list(range(first, first + len(where))):
+                # the rule's six values are one stretch of its object: filled as one piece, a rule
+                # without violations remembered by (fulfilled, vacuous)
+                order = tuple(field for _, field in sorted(zip(where, _RULE_FIELDS)))
+                inner = b"%s" + b"".join(segments[k] + b"%s" for k in range(first + 1, first + len(where)))
+                names[f"_plain_seen{i}"] = seen = {}
+                names[f"_plain{i}"], names[f"_violated{i}"] = _rule_filler(inner, order, seen)
+                inside.update(range(first + 1, first + len(where)))
+                values[first] = f"(_violated{i}(f{i}, v{i}, x{i}) if x{i} else " \
+                                f"(_plain_seen{i}.get((f{i}, v{i})) or _plain{i}(f{i}, v{i})))"
+                continue
+            at_activations, at_fulfilled, at_violated, at_vacuous, at_score, at_violations = where
+            values[at_activations] = count_bytes(f"(j{i} + v{i})")
+            values[at_fulfilled] = count_bytes(f"f{i}")
+            values[at_violated] = count_bytes(f"len(x{i})")
+            values[at_vacuous] = count_bytes(f"v{i}")
+            values[at_score] = f"(_ratios.get((f{i}, j{i})) or _ratio_bytes(f{i}, j{i}))"
+            values[at_violations] = f"(_violations(x{i}) if x{i} else b'[]')"
+        weights = [weight for _, weight, *_ in self._plan]
+        for number, (where, members) in enumerate(template.subtotals):
+            memo: dict[tuple[int, ...], tuple[Fraction | None, bytes]] = {}
+            names[f"_seen{number}"] = memo
+            names[f"_learn{number}"] = _subtotal_memo(tuple(weights[m] for m in members), memo)
+            key = "".join(f"f{m}, j{m}, " for m in members)
+            values[where] = f"(_seen{number}.get(_k := ({key})) or _learn{number}(_k))[1]"
+        names["_seen_process"] = process_memo = {}
+        names["_learn_process"] = _subtotal_memo(tuple(weights), process_memo)
+        at_run_id, at_head, at_count, at_process, at_coverage = self._header_positions
+        key = "".join(f"f{i}, j{i}, " for i in range(len(counts)))
+        lines.append(f"    process, process_bytes = _seen_process.get(_k := ({key})) or _learn_process(_k)")
+        values[at_run_id], values[at_head] = "_dumps(run_id)", "_dumps(head_hash)"
+        values[at_count], values[at_process] = "b'%d' % event_count", "process_bytes"
+        if at_coverage is not None:
+            lines.append(f"    applicable = {' + '.join(f'(1 if j{i} else 0)' for i in range(len(counts)))}")
+            lines.append(f"    judged_all = {' + '.join(f'j{i}' for i in range(len(counts)))}")
+            values[at_coverage[0]] = count_bytes("applicable")
+            values[at_coverage[1]] = count_bytes("judged_all")
+            values[at_coverage[2]] = "b'%d' % model_events"
+        assert all(value or at in inside for at, value in enumerate(values)), "every slot of the template is filled"
+        names["_text"] = b"".join(segments[at] + b"%s" for at in range(template.size) if at not in inside) \
+            + segments[template.size]
+        lines.append("    return _text % (" + "".join(f"{value}, " for at, value in enumerate(values)
+                                                 if at not in inside) + "), process")
+        namespace: dict[str, Any] = {"__builtins__": __builtins__, **names}
+        exec(compile("\n".join(lines) + "\n", "<procgrade score template>", "exec"), namespace)
+        return namespace["fill"]
 
     def score(self, batches: Iterable[Iterable[tuple[Any, ...]]], *, run_id: str, head_hash: str,
               event_count: int) -> ScoreDocument:

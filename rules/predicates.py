@@ -12,7 +12,9 @@ from typing import Any
 from procgrade.engine.store.scores import FACT_ROW_COLUMNS
 from procgrade.rules.model import Predicate
 
-__all__ = ["ROW_COLUMNS", "COLUMN", "Matcher", "actor_matches", "compile_any", "compile_predicate", "kinds_of"]
+__all__ = ["ROW_COLUMNS", "COLUMN", "Matcher", "actor_matches", "compile_any", "compile_predicate", "condition_sources",
+           "PrefixMemo",
+           "kinds_of"]
 
 ROW_COLUMNS: tuple[str, ...] = FACT_ROW_COLUMNS  # what the store reads for rules, in this order
 COLUMN = {name: i for i, name in enumerate(ROW_COLUMNS)}
@@ -65,6 +67,71 @@ def _conditions(predicate: Predicate) -> tuple[RowCheck, ...]:
         op, value, index = _OPS[comparison.op], comparison.value, COLUMN[comparison.field]
         checks.append(lambda row, i=index, f=op, v=value: row[i] is not None and f(row[i], v))
     return tuple(checks)
+
+
+#: Python operators of the comparisons (what :data:`_OPS` computes), for generated code.
+_OP_SOURCE = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
+
+
+class PrefixMemo:
+    """Whether a text starts with one of some prefixes, remembered per text: a text column's
+    values repeat within and across runs (commands, paths), and testing twenty prefixes costs
+    more than one dict lookup. Verdicts are 1 (starts with one) and 2 (with none)."""
+
+    __slots__ = ("prefixes", "seen")
+
+    #: Texts remembered before the memo starts afresh, and the longest text remembered (a memo
+    #: holds at most about a megabyte).
+    LIMIT = 4096
+    LONGEST = 256
+
+    def __init__(self, prefixes: tuple[str, ...]) -> None:
+        self.prefixes = prefixes
+        self.seen: dict[str, int] = {}
+
+    def learn(self, text: str) -> int:
+        verdict = 1 if text.startswith(self.prefixes) else 2
+        if len(text) <= self.LONGEST:
+            seen = self.seen
+            if len(seen) >= self.LIMIT:
+                seen.clear()
+            seen[text] = verdict
+        return verdict
+
+
+def condition_sources(predicate: Predicate, constant: Callable[[Any], str],
+                      memo: Callable[[tuple[str, ...]], tuple[str, str]] | None = None) -> tuple[str, ...]:
+    """The column conditions of ``predicate`` as Python expressions over ``row``, in
+    :func:`_conditions`' order and with its exact tests (generated code evaluates them alike);
+    ``constant(value)`` names a value the expressions refer to. Given ``memo`` (prefixes -> the
+    names of a :class:`PrefixMemo`'s ``seen`` dict and ``learn`` method), prefix tests ask it."""
+    sources: list[str] = []
+    for column, wanted in sorted(predicate.equals.items()):
+        i = COLUMN[column]
+        allowed = constant(frozenset(wanted if isinstance(wanted, list) else [wanted]))
+        sources.append(f"(row[{i}] is not None and row[{i}] in {allowed})")
+    for column, prefixes in sorted(predicate.prefix.items()):
+        i = COLUMN[column]
+        if memo is None:
+            sources.append(f"(row[{i}] is not None and row[{i}].startswith({constant(tuple(sorted(prefixes)))}))")
+        else:
+            seen, learn = memo(tuple(sorted(prefixes)))
+            sources.append(f"(row[{i}] is not None and ({seen}.get(row[{i}]) or {learn}(row[{i}])) == 1)")
+    for column, prefixes in sorted(predicate.not_prefix.items()):
+        i = COLUMN[column]
+        if memo is None:
+            sources.append(f"(row[{i}] is None or not row[{i}].startswith({constant(tuple(sorted(prefixes)))}))")
+        else:
+            seen, learn = memo(tuple(sorted(prefixes)))
+            sources.append(f"(row[{i}] is None or ({seen}.get(row[{i}]) or {learn}(row[{i}])) == 2)")
+    for column in predicate.present:
+        sources.append(f"row[{COLUMN[column]}] is not None")
+    for column in predicate.absent:
+        sources.append(f"row[{COLUMN[column]}] is None")
+    for comparison in predicate.compare:
+        i = COLUMN[comparison.field]
+        sources.append(f"(row[{i}] is not None and row[{i}] {_OP_SOURCE[comparison.op]} {constant(comparison.value)})")
+    return tuple(sources)
 
 
 class _Entry:
@@ -120,14 +187,17 @@ class Matcher:
     predicates that name its kind; :meth:`for_kind` resolves that grouping ahead of
     time for monitors that dispatch on kind themselves."""
 
-    __slots__ = ("table", "entries")
+    __slots__ = ("table", "entries", "predicates")
 
     def __init__(self, predicates: list[Predicate], default_actor: str) -> None:
         by_kind: dict[str, list[_Entry]] = {}
+        #: kind -> (actor classes, predicate) in the order of ``entries`` (for :meth:`source_for_kind`)
+        self.predicates: dict[str, list[tuple[tuple[str, ...], Predicate]]] = {}
         for predicate in predicates:
             entry = _Entry(predicate.actors(default_actor), _conditions(predicate))
             for kind in predicate.kinds():
                 by_kind.setdefault(kind, []).append(entry)
+                self.predicates.setdefault(kind, []).append((entry.actors, predicate))
         self.entries = by_kind
         self.table: dict[str, Any] = {kind: _merge(entries) for kind, entries in by_kind.items()}
 
@@ -149,6 +219,18 @@ class Matcher:
             first, second = tests
             return lambda row: first(row) or second(row)
         return lambda row: any(test(row) for test in tests)
+
+    def source_for_kind(self, kind: str, actor: str, constant: Callable[[Any], str],
+                        memo: Callable[[tuple[str, ...]], tuple[str, str]] | None = None) -> str | None:
+        """:meth:`for_kind` as a Python expression over ``row``: None (never matches), ``"True"``
+        (always does), or the column conditions left, tested in the same order."""
+        kept = [predicate for actors, predicate in self.predicates.get(kind, ()) if actor_matches(actor, actors)]
+        if not kept:
+            return None
+        conditions = [condition_sources(predicate, constant, memo) for predicate in kept]
+        if any(not sources for sources in conditions):
+            return "True"
+        return " or ".join(f"({' and '.join(sources)})" for sources in conditions)
 
     def kinds(self) -> set[str]:
         return set(self.table)

@@ -12,7 +12,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from itertools import chain, groupby, islice
-from operator import itemgetter
+from operator import attrgetter, itemgetter
 from typing import Any
 
 from sqlalchemy import select
@@ -29,6 +29,8 @@ __all__ = ["StoredScore", "ScoreStore", "FACT_ROW_COLUMNS"]
 FACT_ROW_COLUMNS: tuple[str, ...] = ("seq", "kind", "actor", "stage") + tuple(FACT_COLUMNS) + ("in_stage",)
 _SCORE_COLUMNS = ("run_id", "ruleset_hash", "engine_version", "run_head_hash", "run_event_count", "process_score",
                   "document", "document_sha256")
+#: A stored score's values in ``_SCORE_COLUMNS`` order.
+_score_values = attrgetter(*_SCORE_COLUMNS)
 #: Runs whose facts one query reads (bound parameters stay far below every database's limit).
 RUNS_PER_QUERY = 500
 
@@ -190,7 +192,7 @@ class ScoreStore:
                 stored = held.get(key)
                 if stored is None:
                     held[key] = score.document_sha256
-                    new_rows.append(tuple(getattr(score, name) for name in _SCORE_COLUMNS))
+                    new_rows.append(_score_values(score))
                     written.append(True)
                     continue
                 if stored != score.document_sha256:
