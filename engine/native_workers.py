@@ -17,12 +17,12 @@ from __future__ import annotations
 import itertools
 import marshal
 import os
-import signal
 from collections import deque
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from procgrade.engine.errors import InputError
+from procgrade.engine.worker_processes import follow_parent
 
 if TYPE_CHECKING:
     from concurrent.futures import Future, ProcessPoolExecutor
@@ -199,7 +199,7 @@ class PreparePool:
         from concurrent.futures import ProcessPoolExecutor
 
         self._pool = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("fork"),
-                                         initializer=_worker_start, initargs=(os.getpid(),))
+                                         initializer=follow_parent, initargs=(os.getpid(),))
 
 
 def _read_ahead(blocks: Iterator[tuple[int, list[bytes]]]) -> Iterator[Any]:
@@ -233,41 +233,39 @@ def _blocks(lines: Iterable[bytes]) -> Iterator[tuple[int, list[bytes]]]:
         yield first, block
 
 
-def _worker_start(parent: int) -> None:
-    """Ctrl-C is the writer's to handle (it rolls back and shuts the pool down); a writer killed
-    outright takes its workers with it (Linux), so none lingers holding a copy of its database
-    connection (which would keep a PostgreSQL transaction, and its locks, open)."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    try:
-        import ctypes
-
-        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-    except (OSError, AttributeError):  # not Linux: the pool's own shutdown still ends them
-        pass
-    if os.getppid() != parent:  # the writer died before the line above
-        os._exit(1)
-
-
-_PR_SET_PDEATHSIG = 1
-
-
-def _prepare_block(source: str, first: int, lines: list[bytes]) -> tuple[bytes, tuple | None]:
-    """(the block's items up to its first bad line, marshalled; that line's error as
-    (line, field, reason), or None)."""
+def _prepare_block(source: str, first: int, lines: list[bytes]) -> tuple[bytes, Any]:
+    """(the block's items up to the line that stopped it, marshalled; that line's error as
+    (line, field, reason), any other error as itself, or None). Any error, not only bad input,
+    comes back with the items before it, so the caller's checks across those lines still run
+    first, as they do when one process reads everything."""
     from procgrade.engine.native import _row_items
 
     items: list[Any] = []
-    error = None
+    error: Any = None
     try:
         for item in _row_items(source, enumerate(lines, start=first)):
             items.append(item)
     except InputError as exc:
         error = (exc.line, exc.field, exc.reason)
+    except Exception as exc:  # noqa: BLE001 - raised by the caller in its turn
+        error = exc if _pickles(exc) else RuntimeError(f"{type(exc).__name__}: {exc}")
     return marshal.dumps(items), error
 
 
-def _unpacked(source: str, result: tuple[bytes, tuple | None]) -> Iterator[tuple]:
+def _pickles(exc: BaseException) -> bool:
+    import pickle
+
+    try:
+        pickle.loads(pickle.dumps(exc))
+    except Exception:  # noqa: BLE001 - any failure means it does not travel
+        return False
+    return True
+
+
+def _unpacked(source: str, result: tuple[bytes, Any]) -> Iterator[tuple]:
     packed, error = result
     yield from marshal.loads(packed)
+    if isinstance(error, BaseException):
+        raise error
     if error is not None:
         raise InputError(source, *error)

@@ -245,3 +245,23 @@ def test_a_bad_line_before_an_overlong_one_is_the_one_reported(store: EventStore
             ingest_native(store, [write_lines(tmp_path / "bad.jsonl", changed)])
         assert info.value.line == long_at + 1 and "line longer than 400 bytes" in info.value.reason
     assert store.runs() == []
+
+
+def test_an_unexpected_error_in_a_block_comes_after_the_lines_before_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Not only bad input: any error a worker meets comes back with the items before it, so the
+    writer's checks across those lines run first, as in one process."""
+    import procgrade.engine.native as native
+
+    def items_then_a_bug(source: str, numbered):  # noqa: ANN001, ANN202 - the stand-in's shape
+        for number, _raw in numbered:
+            if number == 3:
+                raise ZeroDivisionError("a bug on line 3")
+            yield ("item", number)
+
+    monkeypatch.setattr(native, "_row_items", items_then_a_bug)
+    result = native_workers._prepare_block("f.jsonl", 1, [b"a", b"b", b"c", b"d"])
+    got = []
+    with pytest.raises(ZeroDivisionError, match="a bug on line 3"):
+        for item in native_workers._unpacked("f.jsonl", result):
+            got.append(item)
+    assert got == [("item", 1), ("item", 2)]

@@ -37,10 +37,13 @@ from procgrade.engine.errors import InputError
 from procgrade.engine.importers.base import TAKEOVER, Importer, Unit
 from procgrade.engine.importers.building import ImportedRun
 from procgrade.engine.importers.source_tree import SourceTree
+from procgrade.engine.worker_processes import follow_parent
 
 __all__ = ["PreparedRun", "prepared_runs_of", "IN_FLIGHT", "MAX_WORKERS"]
 
-#: Runs read ahead of the writer at most, all workers together (each gets its part, at least one).
+#: Runs handed over and not yet taken by the writer at most, all workers together (each gets
+#: its part, at least one). Each worker also holds the run it is preparing and, while it waits
+#: for a slot, the next one pickled: with four workers about 12 runs are in memory at once.
 IN_FLIGHT = 4
 #: Workers reading one unit at most.
 MAX_WORKERS = 4
@@ -87,9 +90,11 @@ def prepared_runs_of(importer: Importer, tree: SourceTree, unit: Unit) -> Iterat
         readers = [lambda share=share: shared.read(share, count) for share in range(count)]
     context = multiprocessing.get_context("fork")
     slots = max(1, IN_FLIGHT // len(readers))
-    workers = [_Worker(context, read, tree, slots) for read in readers]
+    workers: list[_Worker] = []
     finished = False
     try:
+        for read in readers:  # inside the try: a fork that fails stops the workers already started
+            workers.append(_Worker(context, read, tree, slots))
         position, sole = 0, None
         while True:
             worker = workers[position % len(workers)] if sole is None else sole
@@ -124,7 +129,8 @@ class _Worker:
         _widen(writer)
         # A semaphore bounds the runs in flight: sent and not yet taken by the writer.
         self.slots = context.BoundedSemaphore(slots)
-        self.process = context.Process(target=_read, args=(read, tree, writer, self.slots), daemon=True)
+        self.process = context.Process(target=_read, args=(read, tree, writer, self.slots, os.getpid()),
+                                       daemon=True)
         self.process.start()
         writer.close()
         self.done = False
@@ -132,7 +138,7 @@ class _Worker:
     def receive(self, label: str) -> tuple[str, Any]:
         try:
             message = self.reader.recv_bytes()
-        except EOFError:
+        except (EOFError, OSError):  # gone between messages (EOFError) or in the middle of one
             raise RuntimeError(f"the import worker reading {label} stopped "
                                f"(exit code {_exit_code(self.process)})") from None
         self.slots.release()
@@ -221,12 +227,13 @@ def _cpu_times() -> list[int]:
     return [int(field) for field in fields[1:9]]
 
 
-def _read(read: Callable[[], Iterator[Any]], tree: SourceTree, writer: Any, slots: Any) -> None:
+def _read(read: Callable[[], Iterator[Any]], tree: SourceTree, writer: Any, slots: Any, parent: int) -> None:
     """The child: read its runs, prepare their rows and hand them over; an error is handed over
     too. Leaves with ``os._exit`` so that no inherited resource (the parent's store connection)
-    is touched."""
+    is touched, and dies with the parent (:func:`follow_parent`)."""
     code = 0
     try:
+        follow_parent(parent)
         for run in read():
             if isinstance(run, str):
                 assert run == TAKEOVER
