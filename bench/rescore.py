@@ -78,28 +78,13 @@ def bare_read(store: EventStore) -> None:
         raw.close()
 
 
-def monitor_only(store: EventStore, ruleset: RuleSet) -> float:
-    """CPU seconds of the rule monitor alone over every run's rows, read into memory first."""
+def monitor_only(store: EventStore, ruleset: RuleSet, monitor_class: type = RunMonitor) -> float:
+    """CPU seconds of a rule monitor alone over every run's rows, read into memory first: the
+    interpreted :class:`RunMonitor` by default, :class:`CompiledMonitor` being what re-scoring runs."""
     scores = ScoreStore(store)
     runs = [(info.run_id, info.event_count) for info in store.runs()]
     rows = [list(r) for _, r in scores.facts_of_runs(runs)]
-    monitor = RunMonitor(ruleset, detail=False)
-    gc.collect()
-    start = time.process_time()
-    for run in rows:
-        monitor.reset()
-        monitor.feed(run)
-        monitor.finish()
-    return time.process_time() - start
-
-
-def compiled_monitor_only(store: EventStore, ruleset: RuleSet) -> float:
-    """CPU seconds of the compiled rule monitor (what re-scoring runs) over every run's rows, read
-    into memory first."""
-    scores = ScoreStore(store)
-    runs = [(info.run_id, info.event_count) for info in store.runs()]
-    rows = [list(r) for _, r in scores.facts_of_runs(runs)]
-    monitor = CompiledMonitor(ruleset, detail=False)
+    monitor = monitor_class(ruleset, detail=False)
     gc.collect()
     start = time.process_time()
     for run in rows:
@@ -141,7 +126,7 @@ def main_case(tmp: Path, args: argparse.Namespace, ruleset: RuleSet) -> None:
     rescore(store, ruleset, 1)  # warm: the database file in the page cache, the rule set compiled
     bare_wall, bare_cpu = timed(lambda: bare_read(store))
     monitor_cpu = monitor_only(store, ruleset)
-    compiled_cpu = compiled_monitor_only(store, ruleset)
+    compiled_cpu = monitor_only(store, ruleset, CompiledMonitor)
     one_wall, one_cpu = rescore(store, ruleset, 1)
     many_wall, _ = rescore(store, ruleset, args.workers) if args.workers > 1 else (None, None)
     bare_again_wall, bare_again_cpu = timed(lambda: bare_read(store))  # after, so load drift shows

@@ -221,6 +221,26 @@ def _stages_agree(lines: list[dict[str, Any]]) -> list[dict[str, Any]]:
 # within int32) and no NUL in typed text. The edges outside it are covered by explicit tests
 # in test_store.py (test_model_valid_values_are_stored_exactly_or_refused_as_input).
 
+def record_pool_starts(monkeypatch: Any, block_lines: int, min_blocks: int | None = None) -> list[int]:
+    """Native ingest in blocks of ``block_lines`` lines with two workers allowed (the pool starting
+    after ``min_blocks`` blocks when given); returns the list each pool start appends its size to."""
+    import procgrade.engine.native_workers as native_workers
+
+    monkeypatch.setattr(native_workers, "BLOCK_LINES", block_lines)
+    if min_blocks is not None:
+        monkeypatch.setattr(native_workers, "POOL_MIN_BLOCKS", min_blocks)
+    monkeypatch.setenv("PROCGRADE_INGEST_WORKERS", "2")
+    starts: list[int] = []
+    real_start = native_workers.PreparePool._start
+
+    def start(self: native_workers.PreparePool) -> None:
+        starts.append(self.workers)
+        real_start(self)
+
+    monkeypatch.setattr(native_workers.PreparePool, "_start", start)
+    return starts
+
+
 from hypothesis import reject, strategies as st  # noqa: E402
 
 INT64 = 2**63 - 1

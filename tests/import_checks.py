@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+import json
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -20,6 +22,21 @@ from procgrade.engine.store.schema import events as events_table
 from procgrade.engine.store.schema import runs as runs_table
 
 FIXTURES = Path(__file__).parent / "fixtures" / "imports"
+INSPECT_BROWSER = FIXTURES / "inspect" / "browser_agent_log.json"
+
+
+def inspect_log(samples: int) -> dict[str, Any]:
+    """The one-sample Inspect browser log with its sample copied ``samples`` times (ids 1..n,
+    distinct uuids): a log of many runs, as inspect-ai writes it."""
+    doc = json.loads(INSPECT_BROWSER.read_text())
+    (sample,) = doc["samples"]
+    doc["samples"] = []
+    for index in range(samples):
+        copied = copy.deepcopy(sample)
+        copied["id"] = index + 1
+        copied["uuid"] = f"{sample.get('uuid', 'u')}-{index + 1}"
+        doc["samples"].append(copied)
+    return doc
 
 
 def read_runs(path: Path | str, format: str = "auto") -> list[ImportedRun]:

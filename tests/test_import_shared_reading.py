@@ -4,34 +4,24 @@ sample that does not parse alone hands the rest of the log to one reader, as it 
 
 from __future__ import annotations
 
-import copy
 import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from import_checks import FIXTURES, snapshot
+from import_checks import inspect_log, snapshot
 from procgrade.engine.errors import InputError
 from procgrade.engine.importers import inspect_ai, pipeline
 from procgrade.engine.importers.json_items import ArrayItems, ItemError
 from procgrade.engine.ingest import ingest_paths
 from procgrade.engine.store import open_store
 
-BROWSER = FIXTURES / "inspect" / "browser_agent_log.json"
-
 
 def _log(path: Path, samples: int, *, without_epoch: tuple[int, ...] = ()) -> Path:
-    doc = json.loads(BROWSER.read_text())
-    (sample,) = doc["samples"]
-    doc["samples"] = []
-    for index in range(samples):
-        copied = copy.deepcopy(sample)
-        copied["id"] = index + 1
-        copied["uuid"] = f"{sample.get('uuid', 'u')}-{index + 1}"
-        if index in without_epoch:
-            del copied["epoch"]
-        doc["samples"].append(copied)
+    doc = inspect_log(samples)
+    for index in without_epoch:
+        del doc["samples"][index]["epoch"]
     path.write_text(json.dumps(doc, indent=2, ensure_ascii=False))
     return path
 

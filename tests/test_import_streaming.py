@@ -8,7 +8,6 @@ without another format's sniffer parsing it.
 
 from __future__ import annotations
 
-import copy
 import json
 import re
 from pathlib import Path
@@ -23,21 +22,7 @@ from procgrade.engine.json_guards import key_endings
 from procgrade.engine.importers import get_importer, plan_imports
 from procgrade.engine.importers.json_items import split_array
 from procgrade.engine.importers.source_tree import DuplicateKey, SourceTree, TooDeep, _exact_json, open_tree, strict_json
-from import_checks import FIXTURES
-
-BROWSER = FIXTURES / "inspect" / "browser_agent_log.json"
-
-
-def _log(samples: int, *, indent: int | None = 2) -> dict[str, Any]:
-    doc = json.loads(BROWSER.read_text())
-    (sample,) = doc["samples"]
-    doc["samples"] = []
-    for index in range(samples):
-        copied = copy.deepcopy(sample)
-        copied["id"] = index + 1
-        copied["uuid"] = f"{sample.get('uuid', 'u')}-{index + 1}"
-        doc["samples"].append(copied)
-    return doc
+from import_checks import inspect_log as _log
 
 
 def _write(path: Path, doc: dict[str, Any], *, indent: int | None = 2) -> Path:

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 import procgrade.engine.native_workers as native_workers
-from builders import extra_events, line, reference_head, small_run, write_jsonl, write_lines
+from builders import extra_events, line, record_pool_starts, reference_head, small_run, write_jsonl, write_lines
 from procgrade.engine.errors import InputError
 from procgrade.engine.ingest import ingest_native
 from procgrade.engine.native import MAX_LINE_BYTES
@@ -20,18 +20,7 @@ from procgrade.engine.store import EventStore
 @pytest.fixture
 def tiny_blocks(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """Blocks of 3 lines and two workers, started after the first few blocks; records the starts."""
-    monkeypatch.setattr(native_workers, "BLOCK_LINES", 3)
-    monkeypatch.setattr(native_workers, "POOL_MIN_BLOCKS", 2)
-    monkeypatch.setenv("PROCGRADE_INGEST_WORKERS", "2")
-    starts: list[int] = []
-    real_start = native_workers.PreparePool._start
-
-    def start(self: native_workers.PreparePool) -> None:
-        starts.append(self.workers)
-        real_start(self)
-
-    monkeypatch.setattr(native_workers.PreparePool, "_start", start)
-    return starts
+    return record_pool_starts(monkeypatch, 3, min_blocks=2)
 
 
 def runs(count: int, length: int = 20) -> list[list[dict]]:

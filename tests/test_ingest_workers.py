@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 import procgrade.engine.native_workers as native_workers
-from builders import RUN, ev, extra_events, line, reference_head, small_run, write_jsonl, write_lines
+from builders import RUN, record_pool_starts, ev, extra_events, line, reference_head, small_run, write_jsonl, write_lines
 from procgrade.engine.chain import GENESIS
 from procgrade.engine.errors import InputError
 from procgrade.engine.ingest import ingest_native
@@ -146,17 +146,7 @@ def test_workers_setting_must_be_a_number(store: EventStore, tmp_path: Path, mon
 @pytest.fixture
 def pool_starts(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """Blocks of 5 lines, two workers allowed; records each start of a worker pool (its size)."""
-    monkeypatch.setattr(native_workers, "BLOCK_LINES", 5)
-    monkeypatch.setenv("PROCGRADE_INGEST_WORKERS", "2")
-    starts: list[int] = []
-    real_start = native_workers.PreparePool._start
-
-    def start(self: native_workers.PreparePool) -> None:
-        starts.append(self.workers)
-        real_start(self)
-
-    monkeypatch.setattr(native_workers.PreparePool, "_start", start)
-    return starts
+    return record_pool_starts(monkeypatch, 5)
 
 
 def test_small_input_starts_no_process(store: EventStore, tmp_path: Path, pool_starts: list[int]) -> None:
