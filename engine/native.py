@@ -367,8 +367,10 @@ _NOT_REDACTED = frozenset({"run_id", "seq", "event_id", "ts", "kind", "actor", "
 
 def _redacted(event: Event, raw: bytes, record: dict[str, Any] | None = None) -> tuple[Event, int]:
     """The event with every secret replaced by the redaction marker (the same kinds the harness
-    importers redact), and how many; most lines hold no marker word and cost one scan."""
-    if not may_hold_secret_bytes(raw):
+    importers redact), and how many; most lines hold no marker word and cost one scan. The scan
+    is of the line's bytes, which show every marker its strings hold unless an escape spells one
+    (``\\u0073k-`` is ``sk-``, ``:\\/\\/`` is ``://``): such lines are looked at as parsed."""
+    if not may_hold_secret_bytes(raw) and b"\\u" not in raw and b"\\/" not in raw:
         return event, 0
     if record is None:
         try:

@@ -182,6 +182,30 @@ def test_native_ingest_redacts_secrets_and_counts_them(store: EventStore, tmp_pa
     assert again.result.no_op and store.run(RUN).redactions == 5
 
 
+def _escape_letters(text: str) -> str:
+    """``text`` as the body of a JSON string with every letter and ``/`` written as a ``\\uXXXX`` escape."""
+    return "".join(f"\\u{ord(c):04x}" if c.isalpha() or c == "/" else c for c in text)
+
+
+def test_native_ingest_redacts_secrets_spelled_with_escapes(store: EventStore, tmp_path: Path) -> None:
+    """A line's bytes need not hold a secret's letters: ``\\u0073k-...`` is ``sk-...`` once parsed,
+    ``https:\\/\\/user:pass@host`` holds ``://``. What is redacted is what the line means."""
+    events = small_run()
+    events[2]["payload"] = {"note": "NOTE", "remote": "REMOTE"}
+    credentials = "https://deploy:Zq8vW3nR5tY7uI9oP1aS@git.example.test/repo.git"
+    lines = [json.dumps(e).encode() for e in events]
+    lines[2] = (lines[2].replace(b'"NOTE"', b'"%s"' % _escape_letters(SECRETS["anthropic"]).encode())
+                .replace(b'"REMOTE"', b'"%s"' % credentials.replace("/", "\\/").encode()))
+    lowered = lines[2].lower()
+    assert not any(marker in lowered for marker in (b"sk-", b"://", b"key", b"token", b"auth", b"secret"))
+    [report] = ingest_native(store, [write_lines(tmp_path / "escaped.jsonl", lines)])
+    assert report.result.appended == len(events)
+    payload = list(store.events(RUN))[2].payload
+    assert payload["note"] == REDACTION_MARKER
+    assert payload["remote"] == credentials.replace("Zq8vW3nR5tY7uI9oP1aS", REDACTION_MARKER)
+    assert store.run(RUN).redactions == 2
+
+
 def test_native_runs_without_secrets_record_none(store: EventStore, tmp_path: Path) -> None:
     ingest_native(store, [write_jsonl(tmp_path / "clean.jsonl", small_run())])
     assert store.run(RUN).redactions is None
