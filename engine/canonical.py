@@ -111,15 +111,28 @@ def _orjson_is_canonical(value: Any) -> bool:
     while stack:
         item = stack.pop()
         if isinstance(item, dict):
-            for key in item:
-                if type(key) is not str or (not key.isascii() and max(key) > "\uffff"):
-                    return False
-            stack.extend(item.values())
+            try:
+                keys = "".join(item)  # every key at once (a key that is no str cannot be joined)
+            except TypeError:
+                return False
+            if not keys.isascii() and max(keys) > "\uffff":
+                return False
+            values: Any = item.values()
         elif isinstance(item, (list, tuple)):
-            stack.extend(item)
-        elif isinstance(item, float):
-            return False
+            values = item
+        else:
+            return not isinstance(item, float)
+        for member in values:
+            if type(member) not in _SCALARS:  # the common members cost one set lookup
+                if isinstance(member, (dict, list, tuple)):
+                    stack.append(member)
+                elif isinstance(member, float):
+                    return False
     return True
+
+
+#: Types orjson writes as RFC 8785 does (exact types: a float subclass is still a float).
+_SCALARS = frozenset({str, int, bool, type(None)})
 
 
 class _NotFast(Exception):

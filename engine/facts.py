@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import posixpath
+from functools import lru_cache
 from typing import Any
 
 from procgrade.engine.command_io import command_io, normalised_command
@@ -72,7 +73,13 @@ def normal_path(path: str | None) -> str | None:
     system is never consulted, so the result depends on the log alone."""
     if path is None:
         return None
-    return posixpath.normpath(path)
+    return _normpath(path) if len(path) <= _REMEMBERED_LENGTH else posixpath.normpath(path)
+
+
+#: Paths and command lines up to this long are remembered: a run reads, edits and runs the same
+#: few hundred again and again, and each event derives several columns from them.
+_REMEMBERED_LENGTH = 1024
+_normpath = lru_cache(maxsize=8192)(posixpath.normpath)
 
 
 def area_of(path: str | None) -> str | None:
@@ -90,7 +97,14 @@ def area_of(path: str | None) -> str | None:
 
 def command_hash(command: str) -> str:
     """Identity of a command line, whitespace-normalised, for "same command again" rules."""
+    return _remembered_command_hash(command) if len(command) <= _REMEMBERED_LENGTH else _command_hash(command)
+
+
+def _command_hash(command: str) -> str:
     return hashlib.sha256(" ".join(command.split()).encode()).hexdigest()[:32]
+
+
+_remembered_command_hash = lru_cache(maxsize=8192)(_command_hash)
 
 
 def test_outcome(event: TestRun) -> str | None:

@@ -24,7 +24,7 @@ from pydantic import ValidationError
 
 from procgrade.engine.errors import InputError
 from procgrade.engine.events import Event, event_adapter
-from procgrade.engine.importers.redaction import Redactor, may_hold_secret_bytes
+from procgrade.engine.importers.redaction import Redactor, unchanged_json_line
 from procgrade.engine.json_guards import MAX_DEPTH, duplicate_key, key_endings, nesting_error
 
 if TYPE_CHECKING:
@@ -289,16 +289,13 @@ def _validated(source: str, number: int, raw: bytes) -> tuple[Event, dict[str, A
 
 def _checked(source: str, number: int, raw: bytes) -> tuple[Event, dict[str, Any] | None, int, bool | None]:
     """:func:`_validated`, and whether orjson's sorted bytes are RFC 8785 for the parsed object
-    (no float, no key outside the BMP; None when there is no parsed object), which the same
-    walk over it finds out."""
+    (no float, no key outside the BMP), when the line check found out (else None)."""
     try:
         record = orjson.loads(raw)
     except orjson.JSONDecodeError:
         record = None
-    canonical = None
-    if type(record) is dict:
-        plain, canonical = _plain_shape(raw, record)
-    if canonical is None or not plain:
+    plain, canonical = _plain_shape(raw, record) if type(record) is dict else (False, None)
+    if not plain:
         _check_utf8(source, number, raw)
         _check_shape(source, number, raw)
         record = canonical = None
@@ -315,15 +312,21 @@ def _checked(source: str, number: int, raw: bytes) -> tuple[Event, dict[str, Any
 _ADAPTER = event_adapter()
 
 
-def _plain_shape(raw: bytes, record: dict[str, Any]) -> tuple[bool, bool]:
+def _plain_shape(raw: bytes, record: dict[str, Any]) -> tuple[bool, bool | None]:
     """(plain, canonical) of a parsed line. Plain: it neither nests too deep nor repeats a key
-    (what :mod:`procgrade.engine.json_guards` checks, without parsing again): its containers
-    nest at most MAX_DEPTH deep (only looked at when the text holds that many brackets, in
-    strings or not), and the text holds as many key endings as the parsed object holds keys
-    (the parser keeps one of two equal keys). Canonical: what
+    (what :mod:`procgrade.engine.json_guards` checks, without parsing again). Canonical: what
     :func:`procgrade.engine.canonical._orjson_is_canonical` says of the whole object (no float
-    anywhere, no key outside the BMP, which needs a byte outside ASCII or a \\u escape)."""
+    anywhere, no key outside the BMP), or None where it was not worth finding out.
+
+    A line that is orjson's own bytes of what it parsed (as orjson, ``JSON.stringify`` and other
+    compact writers write it) is plain: a dropped key would be missing from them, and it holds
+    too few brackets to nest too deep. Any other line is walked: its containers nest at most
+    MAX_DEPTH deep (only looked at when the text holds that many brackets, in strings or not),
+    and the text holds as many key endings as the parsed object holds keys (the parser keeps
+    one of two equal keys)."""
     deep = raw.count(b"[") + raw.count(b"{") > MAX_DEPTH
+    if not deep and orjson.dumps(record) == raw:
+        return True, None
     check_keys = not raw.isascii() or b"\\u" in raw
     canonical = True
     keys, stack = 0, [(record, 1)]
@@ -367,10 +370,10 @@ _NOT_REDACTED = frozenset({"run_id", "seq", "event_id", "ts", "kind", "actor", "
 
 def _redacted(event: Event, raw: bytes, record: dict[str, Any] | None = None) -> tuple[Event, int]:
     """The event with every secret replaced by the redaction marker (the same kinds the harness
-    importers redact), and how many; most lines hold no marker word and cost one scan. The scan
-    is of the line's bytes, which show every marker its strings hold unless an escape spells one
-    (``\\u0073k-`` is ``sk-``, ``:\\/\\/`` is ``://``): such lines are looked at as parsed."""
-    if not may_hold_secret_bytes(raw) and b"\\u" not in raw and b"\\/" not in raw:
+    importers redact), and how many. Most lines are decided from their bytes by one scan
+    (:func:`unchanged_json_line`), which show every marker their strings hold unless an escape
+    spells one (``\\u0073k-`` is ``sk-``, ``:\\/\\/`` is ``://``): such lines are looked at as parsed."""
+    if unchanged_json_line(raw):
         return event, 0
     if record is None:
         try:

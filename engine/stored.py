@@ -124,13 +124,16 @@ def prepare_row(event: Event, record: dict[str, Any] | None = None, canonical: b
     holds floats and odd keys only in its payload, so it is what it says of the payload.
     """
     if record is not None and record["kind"] in _DUMP_IS_RECORD:
-        payload = record.get("payload", _NO_PAYLOAD)
+        header = record.copy()
+        payload = header.pop("payload", _NO_PAYLOAD)
+        header.pop("payload_sha256", None)  # the header holds the digest computed here
+        if None in header.values():
+            header = {k: v for k, v in header.items() if v is not None}
         if _orjson_is_canonical(payload) if canonical is None else canonical:
             payload_bytes = stored = canonical_json_of_typed(payload)  # orjson's sorted bytes are RFC 8785 here
         else:  # floats (maybe integers beyond 64 bits orjson read as floats): the model's values decide
             payload_bytes, stored = canonical_and_faithful(event.payload)
         payload_sha = hashlib.sha256(payload_bytes).hexdigest()
-        header = {k: v for k, v in record.items() if v is not None and k not in _PAYLOAD_FIELDS}
         fact_fields = {k: v for k, v in header.items() if k not in _ENVELOPE_SET}
         header["payload_sha256"] = payload_sha
         header_canonical = canonical_json_of_typed(header)  # sorted keys: the insertion order is no matter
@@ -165,8 +168,6 @@ def chain_hashes(rows: Sequence[list[Any]], prev_hash: str) -> str:
 
 _NO_PAYLOAD: dict[str, Any] = {}
 _ENVELOPE_SET = frozenset(_ENVELOPE)
-#: Fields of a line that are not the header's own: the payload (the header holds its digest).
-_PAYLOAD_FIELDS = frozenset({"payload", "payload_sha256"})
 
 
 def _models_in(annotation: Any) -> bool:

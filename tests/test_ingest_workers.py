@@ -207,7 +207,7 @@ def test_the_line_check_finds_what_the_canonical_scan_finds(record: dict) -> Non
     for raw in (line(record), json.dumps(record, indent=1).encode(), json.dumps(record, ensure_ascii=True).encode(),
                 json.dumps(record, ensure_ascii=False).encode()):
         event, parsed, _, canonical = _checked("x.jsonl", 1, raw)
-        if parsed is not None and parsed["kind"] in _DUMP_IS_RECORD:  # the kinds whose rows use it
+        if canonical is not None and parsed is not None and parsed["kind"] in _DUMP_IS_RECORD:  # rows use it
             assert canonical == _orjson_is_canonical(parsed.get("payload", {}))
         (item,) = list(_row_items("x.jsonl", [(1, raw)]))
         assert item[5] == prepare_row(event)

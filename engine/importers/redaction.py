@@ -19,7 +19,7 @@ from typing import Any
 
 import orjson
 
-__all__ = ["REDACTION_MARKER", "Redactor", "redact_text", "shannon_entropy"]
+__all__ = ["REDACTION_MARKER", "Redactor", "redact_text", "shannon_entropy", "unchanged_json", "unchanged_json_line"]
 
 #: What every secret is replaced by. Fixed, so re-imports store the same bytes.
 REDACTION_MARKER = "[REDACTED-SECRET]"
@@ -230,21 +230,36 @@ _UNFOLDED = (b"\xc4\xb0", b"\xc4\xb1", b"\xc5\xbf", b"\xe2\x84\xaa")
 
 def _unchanged(value: Any) -> bool:
     """Whether redacting ``value`` would change nothing, decided from its JSON bytes (orjson)
-    without walking it: most records hold no marker any rule needs, and where markers are, only
-    the strings holding them are looked at. False (walk it) when unsure.
-
-    Sound because every rule needs a marker in the (lower-cased) string it changes, a key
-    naming a secret holds one too, and markers hold no character JSON escapes: a marker in a
-    string is a marker in its JSON token (an escape can only add false hits, which cost a look).
-    Lower-casing bytes folds ASCII only; the few other letters that fold to ASCII send the
-    value to the walk."""
+    without walking it (:func:`unchanged_json`). False (walk it) when unsure."""
     try:
         blob = orjson.dumps(value)
     except (TypeError, orjson.JSONEncodeError):
         return False
+    return unchanged_json(blob)
+
+
+def unchanged_json(blob: bytes) -> bool:
+    """Whether redacting the value orjson wrote as ``blob`` would change nothing: most records
+    hold no marker any rule needs, and where markers are, only the strings holding them are
+    looked at. False when unsure.
+
+    Sound because every rule needs a marker in the (lower-cased) string it changes, a key
+    naming a secret holds one too, and markers hold no character orjson escapes: a marker in a
+    string is a marker in its JSON token (an escape can only add false hits, which cost a look).
+    Lower-casing bytes folds ASCII only; the few other letters that fold to ASCII answer False."""
+    return _unchanged_text(blob, _marker_hits)
+
+
+def unchanged_json_line(line: bytes) -> bool:
+    """:func:`unchanged_json` for JSON text others wrote (blanks around colons, any escapes):
+    False too where an escape may spell a marker's letter or ``/`` (``\\u0073k-`` is ``sk-``)."""
+    return _unchanged_text(line, _line_marker_hits)
+
+
+def _unchanged_text(blob: bytes, marker_hits: Any) -> bool:
     lowered = blob.lower()
-    hits, unfolded = _marker_hits(lowered)  # (``lower`` keeps non-ASCII bytes as they are)
-    if unfolded:
+    hits, unsure = marker_hits(lowered)  # (``lower`` keeps non-ASCII bytes as they are)
+    if unsure:
         return False
     if not hits:
         return True
@@ -258,15 +273,21 @@ def _unchanged(value: Any) -> bool:
         if start < 0:
             return False
         end = _after_string(blob, start)
-        if blob[end:end + 1] == b":":  # a key: its rule looks at the string it holds
-            if not _is_secret_key(orjson.loads(blob[start:end])) or blob[end + 1:end + 2] != b'"':
+        colon = _KEY_COLON.match(blob, end)
+        if colon is not None:  # a key: its rule looks at the string it holds
+            value_at = colon.end()
+            if not _is_secret_key(orjson.loads(blob[start:end])) or blob[value_at:value_at + 1] != b'"':
                 continue
-            held = orjson.loads(blob[end + 1:_after_string(blob, end + 1)])
+            held = orjson.loads(blob[value_at:_after_string(blob, value_at)])
             if len(held) >= 16 and _looks_secret(held):
                 return False
         elif _string_changes(blob[start:end]):
             return False
     return True
+
+
+# What follows a key in JSON text: blanks, a colon, blanks (orjson writes the colon alone).
+_KEY_COLON = re.compile(rb"[ \t\r\n]*:[ \t\r\n]*")
 
 
 # What must follow a ``://`` for ``_URL_CREDENTIALS`` to match there, in JSON bytes: its classes
@@ -360,16 +381,15 @@ def _scanner() -> Any:
 _has_marker = _scanner()
 
 
-def _hits_scanner() -> Any:
+def _hits_scanner(unsure: tuple[bytes, ...]) -> Any:
     """Where markers start in lower-cased UTF-8 bytes (overlapping ones included), and whether
-    the bytes hold one of the :data:`_UNFOLDED` characters: one scan answers both."""
+    the bytes hold one of ``unsure`` (sequences that may hide a marker): one scan answers both."""
     try:
         import ahocorasick_rs
     except ImportError:  # pragma: no cover
         overlapping = re.compile(b"(?=(" + _ANY_MARKER_BYTES.pattern + b"))")
-        return lambda data: ([m.start() for m in overlapping.finditer(data)],
-                             not data.isascii() and any(bad in data for bad in _UNFOLDED))
-    automaton = ahocorasick_rs.BytesAhoCorasick([marker.encode() for marker in _MARKERS] + list(_UNFOLDED))
+        return lambda data: ([m.start() for m in overlapping.finditer(data)], any(bad in data for bad in unsure))
+    automaton = ahocorasick_rs.BytesAhoCorasick([marker.encode() for marker in _MARKERS] + list(unsure))
     markers = len(_MARKERS)
 
     def scan(data: bytes) -> tuple[list[int], bool]:
@@ -380,7 +400,10 @@ def _hits_scanner() -> Any:
     return scan
 
 
-_marker_hits = _hits_scanner()
+_marker_hits = _hits_scanner(_UNFOLDED)
+#: Escapes that may spell a marker's letter or ``/`` in JSON text orjson did not write.
+_LETTER_ESCAPES = (b"\\u", b"\\/")
+_line_marker_hits = _hits_scanner(_UNFOLDED + _LETTER_ESCAPES)
 
 
 def _present_scanner() -> Any:
