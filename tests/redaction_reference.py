@@ -151,15 +151,9 @@ _SHORTEST_SECRET = 15  # "xoxb-" and ten characters
 
 # One alternation over the lower-cased text: a single scan (``re.I`` or a loop of ``in`` is slower).
 _ANY_MARKER = re.compile("|".join(re.escape(marker) for marker in _MARKERS))
-_ANY_MARKER_BYTES = re.compile("|".join(re.escape(marker) for marker in _MARKERS).encode())
 
 
 def _may_hold_secret(text: str) -> bool:
     if len(text) < _SHORTEST_SECRET:
         return False
     return _ANY_MARKER.search(text.lower()) is not None
-
-
-def may_hold_secret_bytes(data: bytes) -> bool:
-    """:func:`_may_hold_secret` for raw UTF-8 bytes (no decoding): native ingest's filter."""
-    return len(data) >= _SHORTEST_SECRET and _ANY_MARKER_BYTES.search(data.lower()) is not None

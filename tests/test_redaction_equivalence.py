@@ -54,11 +54,34 @@ def test_records_are_redacted_as_the_reference_redacts_them(record: Any) -> None
     assert fast.count == slow.count
 
 
-@settings(max_examples=300, deadline=None)
-@given(_TEXTS)
-def test_the_bytes_filter_agrees_with_the_reference(text: str) -> None:
-    data = text.encode("utf-8")
-    assert redaction.may_hold_secret_bytes(data) == reference.may_hold_secret_bytes(data)
+_LINE_STYLES = {
+    "compact": lambda record: json.dumps(record, separators=(",", ":"), ensure_ascii=False),
+    "spaced": lambda record: json.dumps(record, ensure_ascii=False),
+    "indented": lambda record: json.dumps(record, indent=2, ensure_ascii=False),
+    "ascii escapes": lambda record: json.dumps(record),
+    "escaped slashes": lambda record: json.dumps(record, ensure_ascii=False).replace("/", "\\/"),
+}
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.dictionaries(_KEYS, _RECORDS, max_size=4), st.sampled_from(sorted(_LINE_STYLES)))
+def test_a_line_said_unchanged_is_unchanged_however_it_is_written(record: dict[str, Any], style: str) -> None:
+    """Native ingest skips redacting a line :func:`unchanged_json_line` clears from its bytes:
+    whatever the writer's blanks and escapes, a cleared line is one the reference leaves alone."""
+    if redaction.unchanged_json_line(_LINE_STYLES[style](record).encode()):
+        probe = reference.Redactor()
+        assert json.dumps(probe.value(record)) == json.dumps(record)
+        assert probe.count == 0
+
+
+@pytest.mark.parametrize("raw, unchanged", [
+    (b'{"text":"Next I will fix the handler.","payload":{"role":"assistant","tokens":3114}}', True),
+    (b'{"payload": {"api_key": "a8F7d6S5a4S3d2F1g0H9zz"}}', False),  # blanks between a secret's key and value
+    (b'{"payload":{"note":"\\u0073k-proj-abcdefghijklmnopqrstuvwx123"}}', False),  # an escape spells "sk-"
+    (b'{"remote":"https:\\/\\/deploy:Zq8vW3nR5tY7uI9oP1aS@git.example.test"}', False),
+])
+def test_lines_cleared_from_their_bytes(raw: bytes, unchanged: bool) -> None:
+    assert redaction.unchanged_json_line(raw) is unchanged
 
 
 def test_a_real_log_is_redacted_as_the_reference_redacts_it() -> None:

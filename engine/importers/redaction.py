@@ -431,11 +431,6 @@ def _may_hold_secret(text: str) -> bool:
     return _marker_in(text.lower())
 
 
-def may_hold_secret_bytes(data: bytes) -> bool:
-    """:func:`_may_hold_secret` for raw UTF-8 bytes (no decoding): native ingest's filter."""
-    return len(data) >= _SHORTEST_SECRET and _has_marker(data.lower())
-
-
 # The finders of the places where the slow patterns can start (made once, at import).
 _find_token_starts = _finder(_TOKEN_STARTS)
 _find_bearer_starts = _finder(_BEARER_STARTS)
