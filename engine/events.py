@@ -15,6 +15,7 @@ adding an optional field never changes the hash of an existing event.
 
 from __future__ import annotations
 
+import functools
 import re
 from datetime import datetime as _datetime
 from typing import Annotated, Any, ClassVar, Literal, Union
@@ -28,6 +29,7 @@ __all__ = [
     "MODEL_ACTOR_PATTERN",
     "event_kind",
     "event_adapter",
+    "build_event_validators",
     "events_json_schema",
     "is_model_actor",
 ]
@@ -111,7 +113,9 @@ def is_model_actor(actor: str) -> bool:
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+    # defer_build: each kind's validator is built on its first use, not at import (about 80 ms),
+    # so commands that only read the store (rescore, report, runs) never pay for it
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True, defer_build=True)
 
 
 class Event(_Strict):
@@ -567,12 +571,20 @@ def _build_union() -> Any:
 
 #: Every registered kind, discriminated on ``kind``. Declare new kinds above this line.
 AnyEvent = _build_union()
-_ADAPTER: TypeAdapter[Event] = TypeAdapter(AnyEvent)
 
 
+@functools.cache
 def event_adapter() -> TypeAdapter[Event]:
-    """The validator for one event of any registered kind."""
-    return _ADAPTER
+    """The validator for one event of any registered kind (built on first use)."""
+    return TypeAdapter(AnyEvent)
+
+
+def build_event_validators() -> None:
+    """Build every validator now: a process about to fork workers that validate events calls
+    this, so the workers inherit them instead of each building its own."""
+    event_adapter()
+    for kind in EVENT_KINDS.values():
+        kind.model_rebuild()
 
 
 def events_json_schema() -> dict[str, Any]:

@@ -198,6 +198,9 @@ class PreparePool:
         import multiprocessing
         from concurrent.futures import ProcessPoolExecutor
 
+        from procgrade.engine.events import build_event_validators
+
+        build_event_validators()
         self._pool = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("fork"),
                                          initializer=follow_parent, initargs=(os.getpid(),))
 

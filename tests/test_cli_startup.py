@@ -141,3 +141,56 @@ def test_plain_text_options_coerce_as_typer_does() -> None:
     assert seen == {"name": "sqlite:///a b.db", "count": 3, "flag": True}
     result = CliRunner().invoke(app, ["--count", "abc"])
     assert result.exit_code == 2 and "--count" in result.output
+
+
+_VALIDATORS_PROBE = """
+import json, sys
+sys.argv = ["procgrade", *sys.argv[1:]]
+from procgrade.engine.console import main
+try:
+    main()
+except SystemExit as exc:
+    code = exc.code
+else:
+    code = 0
+from procgrade.engine import events
+built = sorted(name for name, kind in events.EVENT_KINDS.items() if kind.__pydantic_complete__)
+sys.stdout.flush()
+print("\\n@@" + json.dumps({"code": code, "built": built, "adapter": events.event_adapter.cache_info().currsize}))
+"""
+
+
+def test_rescore_builds_no_event_validator(tmp_path: Path) -> None:
+    """Re-scoring reads typed columns, never event models: it must not pay for building the
+    validators (about 80 ms of every command that imported the event module, before)."""
+    from builders import small_run, write_jsonl
+
+    from procgrade.engine.ingest import ingest_native
+    from procgrade.engine.store import open_store
+
+    db = f"sqlite:///{tmp_path / 'store.db'}"
+    store = open_store(db, create=True)
+    ingest_native(store, [write_jsonl(tmp_path / "run.jsonl", small_run("r1"))])
+    store.close()
+    done = subprocess.run([sys.executable, "-c", _VALIDATORS_PROBE, "rescore", "--all", "--db", db],
+                          capture_output=True, text=True, timeout=120)
+    output, _, report = done.stdout.rpartition("\n@@")
+    found = json.loads(report)
+    assert found["code"] == 0, output + done.stderr
+    assert "r1" in output
+    assert found == {"code": 0, "built": [], "adapter": 0}
+
+
+def test_built_validators_validate_as_before() -> None:
+    """Building every validator ahead (what a process does before forking ingest workers) leaves
+    them the validators first use would build: the same event accepted, the same one refused."""
+    from builders import small_run
+
+    from procgrade.engine.events import build_event_validators, event_adapter
+    from pydantic import ValidationError
+
+    build_event_validators()
+    first = small_run("r1")[1]
+    assert event_adapter().validate_python(first).seq == 1
+    with pytest.raises(ValidationError):
+        event_adapter().validate_python({**first, "seq": "1"})  # strict: no string for an integer

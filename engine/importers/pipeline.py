@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from procgrade.engine.errors import InputError
+from procgrade.engine.events import build_event_validators
 from procgrade.engine.importers.base import TAKEOVER, Importer, Unit
 from procgrade.engine.importers.building import ImportedRun
 from procgrade.engine.importers.source_tree import SourceTree
@@ -88,6 +89,7 @@ def prepared_runs_of(importer: Importer, tree: SourceTree, unit: Unit) -> Iterat
         readers: list[Callable[[], Iterator[Any]]] = [lambda: importer.iter_runs(tree, unit)]
     else:
         readers = [lambda share=share: shared.read(share, count) for share in range(count)]
+    build_event_validators()
     context = multiprocessing.get_context("fork")
     slots = max(1, IN_FLIGHT // len(readers))
     workers: list[_Worker] = []
