@@ -87,18 +87,20 @@ def _ingest(store: EventStore, paths: Sequence[Path | str], *, format: str, seal
     reports: list[IngestReport] = []
     unrecognised: list[str] = []
     with _no_cyclic_gc(), _prepare_pool() as pool, store.writer() as writer:
+        if format == "native":
+            if given and paths:
+                raise _native_refused(str(paths[0]))
+            reports.extend(_append_native_files(writer, [(str(path), _file_lines(path)) for path in paths],
+                                                sum(_file_size(path) for path in paths), pool, seal))
+            return Ingested(reports, unrecognised)
         for path in paths:
-            if format == "native":
-                if given:
-                    raise _native_refused(str(path))
-                reports.extend(_append_native(writer, _native_rows(str(path), _file_lines(path), pool), seal))
-                continue
             tree = open_tree(path)
             native = [rel for rel in tree.selected if format == "auto" and _is_native(tree, rel)]
             if native and given:
                 raise _native_refused(tree.label(native[0]))
-            for rel in native:
-                reports.extend(_append_native(writer, _native_rows(tree.label(rel), tree.iter_lines(rel), pool), seal))
+            files = [(tree.label(rel), tree.iter_lines(rel)) for rel in native]
+            size = sum(_file_size(where) for where in map(tree.disk_path, native) if where is not None)
+            reports.extend(_append_native_files(writer, files, size, pool, seal))
             plan = plan_imports(tree, format, skip=native)
             unrecognised.extend(tree.label(rel) for rel in plan.unrecognised)
             for importer, unit in plan.units:
@@ -188,13 +190,30 @@ def ingest_native(store: EventStore, paths: Sequence[Path | str], *, seal: bool 
     pieces as it is read, so memory is bounded by a piece per open run (not by the file), and a
     bad line in the last file still leaves nothing written.
     """
-    reports: list[IngestReport] = []
     with _no_cyclic_gc(), _prepare_pool() as pool, store.writer() as writer:
         files = [(str(path), _file_lines(path)) for path in paths]  # opened only when read
-        pool.expect(files)  # the next file is read and prepared while the last rows of one go in
-        for source, lines in files:
-            reports.extend(_append_native(writer, _native_rows(source, lines, pool), seal))
+        return _append_native_files(writer, files, sum(_file_size(path) for path in paths), pool, seal)
+
+
+def _append_native_files(writer: RunWriter, files: list[tuple[str, Iterable[bytes]]], size: int,
+                         pool: PreparePool, seal: bool) -> list[IngestReport]:
+    """Native files (source, lines) of ``size`` bytes in all, in order, into ``writer``'s
+    transaction. The pool knows them all ahead: it starts its workers at once when they are
+    big enough, and reads and prepares the next file while the last rows of one go in."""
+    pool.expect(files)
+    pool.expect_bytes(size)
+    reports: list[IngestReport] = []
+    for source, lines in files:
+        reports.extend(_append_native(writer, _native_rows(source, lines, pool), seal))
     return reports
+
+
+def _file_size(path: Path | str) -> int:
+    """Bytes in the file at ``path`` (0 when that cannot be told: reading it says why)."""
+    try:
+        return os.stat(path).st_size
+    except (OSError, ValueError):
+        return 0
 
 
 def _prepare_pool() -> PreparePool:

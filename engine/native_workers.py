@@ -27,7 +27,7 @@ from procgrade.engine.worker_processes import follow_parent
 if TYPE_CHECKING:
     from concurrent.futures import Future, ProcessPoolExecutor
 
-__all__ = ["PreparePool", "BLOCK_LINES", "BLOCK_BYTES", "POOL_MIN_BLOCKS"]
+__all__ = ["PreparePool", "BLOCK_LINES", "BLOCK_BYTES", "POOL_MIN_BLOCKS", "POOL_MIN_BYTES"]
 
 #: A block ends after this many lines, or once it holds this many bytes (large payloads).
 BLOCK_LINES = 2000
@@ -38,6 +38,9 @@ BLOCK_BYTES = 2 * 2**20
 #: takes as long either way, at 40% more CPU with two workers; 20,000 lines gain 25% wall).
 #: Small inputs (every test file, most real runs) never start a process.
 POOL_MIN_BLOCKS = 8
+#: An ingest whose native files add up to more bytes than this (what POOL_MIN_BLOCKS blocks
+#: hold at most, so the pool would start within them anyway) starts its workers at once.
+POOL_MIN_BYTES = POOL_MIN_BLOCKS * BLOCK_BYTES
 #: Blocks in flight per worker: the writer takes several blocks' rows in one burst (a piece of a
 #: run is thousands of events), so workers keep preparing meanwhile instead of waiting for it.
 _WINDOW = 4
@@ -52,6 +55,8 @@ class PreparePool:
         self.workers = workers
         self._pool: ProcessPoolExecutor | None = None
         self._blocks_read = 0
+        #: Bytes of native input this ingest said it will read (:meth:`expect_bytes`).
+        self._expected_bytes = 0
         #: Blocks handed to the workers, oldest first: (the lines they came from, the future, or
         #: the error that stopped reading those lines).
         self._pending: deque[tuple[Iterable[bytes], Any]] = deque()
@@ -80,6 +85,13 @@ class PreparePool:
         errors of each file still come out of its own :meth:`row_items`, in file order."""
         self._upcoming.extend(files)
 
+    def expect_bytes(self, size: int) -> None:
+        """This ingest's native files hold ``size`` bytes more (their sizes on disk): once the
+        total passes :data:`POOL_MIN_BYTES`, the workers start with the first file, instead of
+        after its first blocks, which this process would prepare itself meanwhile (a first
+        file of 10,000 lines: most of a second of the writer's time, alone on the critical path)."""
+        self._expected_bytes += size
+
     def close(self) -> None:
         """Cancel blocks not yet started, wait for the running ones, end the processes."""
         self._drop_ahead()
@@ -102,6 +114,8 @@ class PreparePool:
         if self.workers <= 0:  # line by line, nothing held
             yield from _row_items(source, enumerate(lines, start=1))
             return
+        if self._pool is None and self._expected_bytes > POOL_MIN_BYTES:
+            self._start()
         if self._pool is None:
             blocks = _read_ahead(_blocks(lines))
             held: list[Any] = []

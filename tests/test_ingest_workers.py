@@ -255,3 +255,45 @@ def test_an_unexpected_error_in_a_block_comes_after_the_lines_before_it(monkeypa
         for item in native_workers._unpacked("f.jsonl", result):
             got.append(item)
     assert got == [("item", 1), ("item", 2)]
+
+
+@pytest.mark.parametrize("how", ["ingest_native", "native", "auto"])
+def test_input_known_to_be_big_starts_the_pool_before_the_first_block(
+        store: EventStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, how: str) -> None:
+    """Files that add up to more than POOL_MIN_BYTES start the workers before the first line is
+    read, so the writer prepares none of them itself; ``procgrade ingest`` (native files given
+    or found in a folder) and the library path alike. Rows and heads are the same."""
+    from procgrade.engine.ingest import ingest_paths
+
+    starts = record_pool_starts(monkeypatch, 5)
+    blocks_read_at_start: list[int] = []
+    real_start = native_workers.PreparePool._start
+
+    def start(self: native_workers.PreparePool) -> None:
+        blocks_read_at_start.append(self._blocks_read)
+        real_start(self)
+
+    monkeypatch.setattr(native_workers.PreparePool, "_start", start)
+    runs = {name: small_run(name)[:7] + extra_events(name, 7, 8) for name in ("a", "b", "c")}
+    folder = tmp_path / "runs"
+    folder.mkdir()
+    paths = [write_jsonl(folder / f"{name}.jsonl", run) for name, run in runs.items()]
+    total = sum(path.stat().st_size for path in paths)
+    monkeypatch.setattr(native_workers, "POOL_MIN_BYTES", total - 1)
+    if how == "ingest_native":
+        ingest_native(store, paths)
+    else:
+        ingest_paths(store, [folder] if how == "auto" else paths, format=how)
+    assert starts == [2] and blocks_read_at_start == [0]
+    for run_id, run in runs.items():
+        assert store.run(run_id).head_hash == reference_head(run)
+
+
+def test_input_below_the_byte_threshold_still_waits_for_its_blocks(
+        store: EventStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """At POOL_MIN_BYTES exactly, the size says nothing: the small file is prepared here."""
+    starts = record_pool_starts(monkeypatch, 5)
+    path = write_jsonl(tmp_path / "a.jsonl", small_run("a"))
+    monkeypatch.setattr(native_workers, "POOL_MIN_BYTES", path.stat().st_size)
+    ingest_native(store, [path])
+    assert starts == [] and store.run("a").event_count == len(small_run("a"))
