@@ -16,7 +16,7 @@ Append protocol (one transaction per run):
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from sqlalchemy import Engine, select
@@ -108,9 +108,7 @@ class EventStore:
             except StageConflict as exc:
                 raise StoreError(f"run {run_id}: seq {row[1]}: {exc}", run_id=run_id, seq=row[1]) from None
 
-        if not _stages_in_bulk(rows, tracker):
-            for row in rows:
-                row[IN_STAGE] = stage_of(row)
+        _derive_stages(rows, tracker, stage_of)
         chain_hashes(rows, prev)
         if trackers is not None and rows:
             trackers[run_id] = (rows[-1][1] + 1, tracker)
@@ -381,13 +379,32 @@ def _check_consecutive(run_id: str, events: Sequence[Event]) -> None:
 _STAGE_KINDS = frozenset({"stage_started", "stage_ended", "correction"})
 
 
-def _stages_in_bulk(rows: list[list[Any]], tracker: StageTracker) -> bool:
-    """Set the derived stage of the common piece at once, as ``tracker.step`` row by row would:
-    with no marker or correction among the rows, each is in the open stage (which any stage
-    it carries must equal) or, with none open, in its own stage. False (nothing set) otherwise,
-    a conflict included: the caller then steps row by row, which words the error."""
-    if not _STAGE_KINDS.isdisjoint([row[4] for row in rows]):
-        return False
+def _derive_stages(rows: list[list[Any]], tracker: StageTracker, stage_of: Callable[[list[Any]], int | None]) -> None:
+    """Set each row's derived stage, as ``stage_of`` (the tracker's step) would row by row: the
+    stretches between markers (stage_started, stage_ended, correction) at once, the markers, and
+    any stretch the shortcut does not cover (a conflict: ``stage_of`` words the error), by step."""
+    kinds = [row[4] for row in rows]
+    if _STAGE_KINDS.isdisjoint(kinds):
+        if not _stretch_in_bulk(rows, tracker):
+            for row in rows:
+                row[IN_STAGE] = stage_of(row)
+        return
+    start = 0
+    for at in [at for at, kind in enumerate(kinds) if kind in _STAGE_KINDS] + [len(rows)]:
+        if at > start:
+            stretch = rows[start:at]
+            if not _stretch_in_bulk(stretch, tracker):
+                for row in stretch:
+                    row[IN_STAGE] = stage_of(row)
+        if at < len(rows):
+            rows[at][IN_STAGE] = stage_of(rows[at])
+        start = at + 1
+
+
+def _stretch_in_bulk(rows: list[list[Any]], tracker: StageTracker) -> bool:
+    """Set the derived stage of rows holding no marker at once, as ``tracker.step`` row by row
+    would: each is in the open stage (which any stage it carries must equal) or, with none open,
+    in its own stage. False (nothing set) otherwise, a conflict included."""
     stages = [row[6] for row in rows]
     open_stage = tracker.open
     if open_stage is None:
