@@ -30,8 +30,8 @@ from procgrade.engine.json_guards import MAX_DEPTH, duplicate_key, key_endings, 
 if TYPE_CHECKING:
     from procgrade.engine.native_workers import PreparePool
 
-__all__ = ["RunEvents", "read_native", "parse_native_lines", "iter_native", "iter_native_rows", "bounded_lines",
-           "dump_native", "CHUNK_EVENTS"]
+__all__ = ["RunEvents", "read_native", "parse_native_lines", "iter_native", "iter_native_rows", "item_blocks",
+           "bounded_lines", "dump_native", "CHUNK_EVENTS"]
 
 
 @dataclass
@@ -113,11 +113,14 @@ def bounded_lines(handle: BinaryIO, source: str, limit: int | None = None) -> It
                 partial.append(lines[0])
                 lines[0] = b"".join(partial)
             last = lines.pop()
-            for raw in lines:
-                number += 1
-                if len(raw) > limit:
-                    raise InputError(source, number, None, f"line longer than {limit} bytes")
-                yield raw
+            if lines and max(map(len, lines)) > limit:  # rare: find it, handing on the lines before it
+                for raw in lines:
+                    number += 1
+                    if len(raw) > limit:
+                        raise InputError(source, number, None, f"line longer than {limit} bytes")
+                    yield raw
+            number += len(lines)
+            yield from lines
             partial, held = ([last], len(last)) if last else ([], 0)
             if held > limit:
                 raise InputError(source, number + 1, None, f"line longer than {limit} bytes")
@@ -143,7 +146,7 @@ def iter_native(source: str, lines: Iterable[bytes], *, chunk: int | None = CHUN
     events (None: each run whole, at the end), so a caller can write as it reads: memory holds
     a chunk per run, not the file. A line repeating an event already handed on is handed on
     again as a piece of its own: the store skips it when identical and refuses it when not."""
-    return _sequenced(source, _event_items(source, lines), chunk, rows=False)
+    return _sequenced(source, item_blocks(_event_items(source, lines)), chunk, rows=False)
 
 
 def iter_native_rows(source: str, lines: Iterable[bytes], *, chunk: int | None = None,
@@ -157,7 +160,7 @@ def iter_native_rows(source: str, lines: Iterable[bytes], *, chunk: int | None =
     the pieces before them; memory holds a few blocks, not the file."""
     chunk = CHUNK_EVENTS if chunk is None else chunk
     if isinstance(workers, int) and workers <= 0:
-        return _sequenced(source, _row_items(source, enumerate(lines, start=1)), chunk, rows=True)
+        return _sequenced(source, item_blocks(_row_items(source, enumerate(lines, start=1))), chunk, rows=True)
     return _pooled_rows(source, lines, chunk, workers)
 
 
@@ -167,13 +170,35 @@ def _pooled_rows(source: str, lines: Iterable[bytes], chunk: int,
 
     own = isinstance(workers, int)
     pool = PreparePool(workers) if isinstance(workers, int) else workers
-    items = pool.row_items(source, lines)
+    blocks = pool.row_blocks(source, lines)
     try:
-        yield from _sequenced(source, items, chunk, rows=True)
+        yield from _sequenced(source, blocks, chunk, rows=True)
     finally:
-        items.close()  # cancels this file's blocks still queued (an error, or the caller stopped early)
+        blocks.close()  # cancels this file's blocks still queued (an error, or the caller stopped early)
         if own:
             pool.close()
+
+
+#: Items handed to the checks across lines at once (a block of the workers is up to 2,000 lines).
+_ITEMS_PER_BLOCK = 2000
+
+
+def item_blocks(items: Iterable[_Item], size: int = _ITEMS_PER_BLOCK) -> Iterator[list[_Item]]:
+    """``items`` in lists of up to ``size``, as the checks across lines take them; an error met
+    midway comes after the list of the items before it, so those are checked first."""
+    block: list[_Item] = []
+    try:
+        for item in items:
+            block.append(item)
+            if len(block) >= size:
+                yield block
+                block = []
+    except Exception:
+        if block:
+            yield block
+        raise
+    if block:
+        yield block
 
 
 def _event_items(source: str, lines: Iterable[bytes]) -> Iterator[_Item]:
@@ -195,13 +220,63 @@ def _row_items(source: str, numbered: Iterable[tuple[int, bytes]]) -> Iterator[_
         yield number, row[0], row[1], row[2], row[4], row, redacted
 
 
-def _sequenced(source: str, items: Iterable[_Item], chunk: int | None, *, rows: bool) -> Iterator[RunEvents]:
+def _sequenced(source: str, blocks: Iterable[list[_Item]], chunk: int | None, *, rows: bool) -> Iterator[RunEvents]:
     """The checks across lines (seq order per run, repeated lines, reused event ids, run_started
     at seq 0) over validated lines, cut into pieces. Two events are the same when their models
     are equal, or (rows) when their canonical headers are: the header covers every field and
-    the payload's digest."""
+    the payload's digest. A block that only continues one run (its next seqs, event ids not seen
+    before, no run_started) passes them all at once; any other goes line by line, which words
+    the error."""
     runs: dict[str, _RunState] = {}
     seen_ids: dict[str, int] = {}
+    for block in blocks:
+        state = runs.get(block[0][1]) if block else None
+        if state is not None and state.last is not None and _continues(block, state.last + 1, seen_ids):
+            yield from _take_block(state, block, chunk, seen_ids)
+            continue
+        yield from _sequenced_lines(source, block, chunk, rows, runs, seen_ids)
+    for state in runs.values():
+        if state.buffer.items or state.buffer.duplicates_skipped:
+            yield state.flush()
+
+
+def _continues(block: list[_Item], next_seq: int, seen_ids: dict[str, int]) -> bool:
+    """Does ``block`` only continue its first item's run, at ``next_seq``, with event ids not
+    seen before and no run_started? Then every check across lines passes for each of its items."""
+    count, run_id = len(block), block[0][1]
+    return ([item[1] for item in block].count(run_id) == count
+            and [item[2] for item in block] == list(range(next_seq, next_seq + count))
+            and "run_started" not in [item[4] for item in block]
+            and len(ids := {item[3] for item in block}) == count
+            and seen_ids.keys().isdisjoint(ids))
+
+
+def _take_block(state: _RunState, block: list[_Item], chunk: int | None,
+                seen_ids: dict[str, int]) -> Iterator[RunEvents]:
+    """Add a block :func:`_continues` passed to its run's buffer, as line by line would: the same
+    pieces (cut at ``chunk`` events), lines, redaction counts and remembered event ids."""
+    seen_ids.update([(item[3], item[0]) for item in block])
+    start, count = 0, len(block)
+    while start < count:
+        buffer = state.buffer
+        held = buffer.items
+        if not held:
+            state.buffer_first = block[start][2]
+        end = count if chunk is None else min(count, start + max(1, chunk - len(held)))
+        part = block[start:end] if start or end < count else block
+        held.extend([item[5] for item in part])
+        buffer.lines.extend([item[0] for item in part])
+        if any([item[6] for item in part]):
+            buffer.redactions.update([(item[2], item[6]) for item in part if item[6]])
+        state.last = part[-1][2]
+        start = end
+        if chunk is not None and len(held) >= chunk:
+            yield state.flush()
+
+
+def _sequenced_lines(source: str, items: list[_Item], chunk: int | None, rows: bool,
+                     runs: dict[str, _RunState], seen_ids: dict[str, int]) -> Iterator[RunEvents]:
+    """The checks across lines, line by line (any block :func:`_continues` does not pass)."""
     for number, run_id, seq, event_id, kind, thing, redacted in items:
         state = runs.get(run_id)
         if state is None:
@@ -249,9 +324,6 @@ def _sequenced(source: str, items: Iterable[_Item], chunk: int | None, *, rows: 
             buffer.redactions[seq] = redacted
         state.last = seq
         if chunk is not None and len(held) >= chunk:
-            yield state.flush()
-    for state in runs.values():
-        if state.buffer.items or state.buffer.duplicates_skipped:
             yield state.flush()
 
 

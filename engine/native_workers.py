@@ -101,18 +101,28 @@ class PreparePool:
             pool.shutdown(wait=True, cancel_futures=True)
 
     def row_items(self, source: str, lines: Iterable[bytes]) -> Iterator[tuple]:
-        """The items of :func:`procgrade.engine.native._row_items` for ``lines``, in order: prepared
-        in this process while the ingest is small, by the workers once it is big enough.
+        """:meth:`row_blocks`, item by item."""
+        blocks = self.row_blocks(source, lines)
+        try:
+            for block in blocks:
+                yield from block
+        finally:
+            blocks.close()
+
+    def row_blocks(self, source: str, lines: Iterable[bytes]) -> Iterator[list[tuple]]:
+        """The items of :func:`procgrade.engine.native._row_items` for ``lines``, in order and in
+        lists (a block of lines each): prepared in this process while the ingest is small, by
+        the workers once it is big enough.
 
         A line that cannot be read (too long) is reported only after every line before it is
         checked, so the first problem in file order is the one reported, as in one process."""
-        from procgrade.engine.native import _row_items
+        from procgrade.engine.native import _row_items, item_blocks
 
         if any(lines is dropped for dropped in self._dropped):
             raise RuntimeError(f"{source}: its lines were read ahead and given up after an error")
         self._forget_upcoming(lines)
-        if self.workers <= 0:  # line by line, nothing held
-            yield from _row_items(source, enumerate(lines, start=1))
+        if self.workers <= 0:  # a block at a time, read line by line
+            yield from item_blocks(_row_items(source, enumerate(lines, start=1)))
             return
         if self._pool is None and self._expected_bytes > POOL_MIN_BYTES:
             self._start()
@@ -132,7 +142,7 @@ class PreparePool:
                     if isinstance(block, Exception):
                         raise block
                     first, block_lines = block
-                    yield from _row_items(source, enumerate(block_lines, start=first))
+                    yield from item_blocks(_row_items(source, enumerate(block_lines, start=first)))
                 return
             self._drop_ahead()
             self._feed = (lines, source, itertools.chain(held, blocks))
@@ -279,9 +289,12 @@ def _pickles(exc: BaseException) -> bool:
     return True
 
 
-def _unpacked(source: str, result: tuple[bytes, Any]) -> Iterator[tuple]:
+def _unpacked(source: str, result: tuple[bytes, Any]) -> Iterator[list[tuple]]:
+    """A worker's block: its items (one list), then the error that stopped it, if any."""
     packed, error = result
-    yield from marshal.loads(packed)
+    items = marshal.loads(packed)
+    if items:
+        yield items
     if isinstance(error, BaseException):
         raise error
     if error is not None:

@@ -252,8 +252,8 @@ def test_an_unexpected_error_in_a_block_comes_after_the_lines_before_it(monkeypa
     result = native_workers._prepare_block("f.jsonl", 1, [b"a", b"b", b"c", b"d"])
     got = []
     with pytest.raises(ZeroDivisionError, match="a bug on line 3"):
-        for item in native_workers._unpacked("f.jsonl", result):
-            got.append(item)
+        for block in native_workers._unpacked("f.jsonl", result):
+            got.extend(block)
     assert got == [("item", 1), ("item", 2)]
 
 
