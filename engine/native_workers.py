@@ -79,10 +79,10 @@ class PreparePool:
 
     def expect(self, files: Iterable[tuple[str, Iterable[bytes]]]) -> None:
         """The files (source, lines) this ingest reads next, in order, each later passed to
-        :meth:`row_items` as the very same lines object: once the workers run, the next file's
+        :meth:`row_blocks` as the very same lines object: once the workers run, the next file's
         blocks go to them while the writer still inserts the last rows of the one before, so
         the pipeline does not drain at each file's end. Only reading moves earlier: the rows and
-        errors of each file still come out of its own :meth:`row_items`, in file order."""
+        errors of each file still come out of its own :meth:`row_blocks`, in file order."""
         self._upcoming.extend(files)
 
     def expect_bytes(self, size: int) -> None:
@@ -99,15 +99,6 @@ class PreparePool:
         pool, self._pool = self._pool, None
         if pool is not None:
             pool.shutdown(wait=True, cancel_futures=True)
-
-    def row_items(self, source: str, lines: Iterable[bytes]) -> Iterator[tuple]:
-        """:meth:`row_blocks`, item by item."""
-        blocks = self.row_blocks(source, lines)
-        try:
-            for block in blocks:
-                yield from block
-        finally:
-            blocks.close()
 
     def row_blocks(self, source: str, lines: Iterable[bytes]) -> Iterator[list[tuple]]:
         """The items of :func:`procgrade.engine.native._row_items` for ``lines``, in order and in

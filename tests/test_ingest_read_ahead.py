@@ -117,9 +117,9 @@ def test_lines_read_ahead_and_dropped_are_not_read_again(tmp_path: Path, monkeyp
     with native_workers.PreparePool(1) as pool:
         pool.expect([("1.jsonl", bad), ("2.jsonl", later)])
         with pytest.raises(InputError):
-            list(pool.row_items("1.jsonl", bad))
+            list(pool.row_blocks("1.jsonl", bad))
         with pytest.raises(RuntimeError, match="read ahead"):
-            list(pool.row_items("2.jsonl", later))
+            list(pool.row_blocks("2.jsonl", later))
 
 
 @pytest.mark.parametrize("workers", ["0", "2"])
@@ -161,14 +161,14 @@ def test_a_file_failing_midway_raises_in_its_turn(monkeypatch: pytest.MonkeyPatc
         later = failing()
         pool.expect([("1.jsonl", bad), ("2.jsonl", later)])
         with pytest.raises(InputError) as info:
-            list(pool.row_items("1.jsonl", bad))
+            list(pool.row_blocks("1.jsonl", bad))
         assert info.value.line == 31
     with native_workers.PreparePool(1) as pool:
         later = failing()
         pool.expect([("1.jsonl", good), ("2.jsonl", later)])
-        assert len(list(pool.row_items("1.jsonl", good))) == 40
+        assert sum(len(block) for block in pool.row_blocks("1.jsonl", good)) == 40
         items = []
         with pytest.raises(OSError, match="disk went away"):
-            for item in pool.row_items("2.jsonl", later):
-                items.append(item)
+            for block in pool.row_blocks("2.jsonl", later):
+                items.extend(block)
         assert [item[0] for item in items] == list(range(1, 11))
