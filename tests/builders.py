@@ -221,9 +221,11 @@ def _stages_agree(lines: list[dict[str, Any]]) -> list[dict[str, Any]]:
 # within int32) and no NUL in typed text. The edges outside it are covered by explicit tests
 # in test_store.py (test_model_valid_values_are_stored_exactly_or_refused_as_input).
 
-def record_pool_starts(monkeypatch: Any, block_lines: int, min_blocks: int | None = None) -> list[int]:
+def record_pool_starts(monkeypatch: Any, block_lines: int, min_blocks: int | None = None,
+                       blocks_read: list[int] | None = None) -> list[int]:
     """Native ingest in blocks of ``block_lines`` lines with two workers allowed (the pool starting
-    after ``min_blocks`` blocks when given); returns the list each pool start appends its size to."""
+    after ``min_blocks`` blocks when given); returns the list each pool start appends its size to
+    (and appends the blocks read before it to ``blocks_read``, when given)."""
     import procgrade.engine.native_workers as native_workers
 
     monkeypatch.setattr(native_workers, "BLOCK_LINES", block_lines)
@@ -235,6 +237,8 @@ def record_pool_starts(monkeypatch: Any, block_lines: int, min_blocks: int | Non
 
     def start(self: native_workers.PreparePool) -> None:
         starts.append(self.workers)
+        if blocks_read is not None:
+            blocks_read.append(self._blocks_read)
         real_start(self)
 
     monkeypatch.setattr(native_workers.PreparePool, "_start", start)

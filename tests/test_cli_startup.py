@@ -34,16 +34,25 @@ except SystemExit as exc:
     code = exc.code
 else:
     code = 0
+events = sys.modules.get("procgrade.engine.events")  # looked at only where the command imported it
+built = None if events is None else sorted(name for name, kind in events.EVENT_KINDS.items()
+                                           if kind.__pydantic_complete__)
+adapters = None if events is None else events.event_adapter.cache_info().currsize
 sys.stdout.flush()
-print("\\n@@" + json.dumps({"code": code, "modules": sorted(sys.modules)}))
+print("\\n@@" + json.dumps({"code": code, "modules": sorted(sys.modules), "built": built, "adapters": adapters}))
 """
 
 
-def _loaded(*args: str) -> tuple[int, set[str], str]:
+def _probe(*args: str) -> tuple[dict, str]:
+    """What ``procgrade ARGS`` left behind in a fresh interpreter, and what it printed."""
     done = subprocess.run([sys.executable, "-c", _PROBE, *args], capture_output=True, text=True, timeout=120)
     output, _, report = done.stdout.rpartition("\n@@")
-    found = json.loads(report)
-    return found["code"], set(found["modules"]), output + done.stderr
+    return json.loads(report), output + done.stderr
+
+
+def _loaded(*args: str) -> tuple[int, set[str], str]:
+    found, output = _probe(*args)
+    return found["code"], set(found["modules"]), output
 
 
 def _heavy(modules: set[str]) -> list[str]:
@@ -143,23 +152,6 @@ def test_plain_text_options_coerce_as_typer_does() -> None:
     assert result.exit_code == 2 and "--count" in result.output
 
 
-_VALIDATORS_PROBE = """
-import json, sys
-sys.argv = ["procgrade", *sys.argv[1:]]
-from procgrade.engine.console import main
-try:
-    main()
-except SystemExit as exc:
-    code = exc.code
-else:
-    code = 0
-from procgrade.engine import events
-built = sorted(name for name, kind in events.EVENT_KINDS.items() if kind.__pydantic_complete__)
-sys.stdout.flush()
-print("\\n@@" + json.dumps({"code": code, "built": built, "adapter": events.event_adapter.cache_info().currsize}))
-"""
-
-
 def test_rescore_builds_no_event_validator(tmp_path: Path) -> None:
     """Re-scoring reads typed columns, never event models: it must not pay for building the
     validators (about 80 ms of every command that imported the event module, before)."""
@@ -172,13 +164,10 @@ def test_rescore_builds_no_event_validator(tmp_path: Path) -> None:
     store = open_store(db, create=True)
     ingest_native(store, [write_jsonl(tmp_path / "run.jsonl", small_run("r1"))])
     store.close()
-    done = subprocess.run([sys.executable, "-c", _VALIDATORS_PROBE, "rescore", "--all", "--db", db],
-                          capture_output=True, text=True, timeout=120)
-    output, _, report = done.stdout.rpartition("\n@@")
-    found = json.loads(report)
-    assert found["code"] == 0, output + done.stderr
+    found, output = _probe("rescore", "--all", "--db", db)
+    assert found["code"] == 0, output
     assert "r1" in output
-    assert found == {"code": 0, "built": [], "adapter": 0}
+    assert (found["built"], found["adapters"]) == ([], 0)
 
 
 def test_built_validators_validate_as_before() -> None:

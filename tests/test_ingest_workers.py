@@ -265,15 +265,8 @@ def test_input_known_to_be_big_starts_the_pool_before_the_first_block(
     or found in a folder) and the library path alike. Rows and heads are the same."""
     from procgrade.engine.ingest import ingest_paths
 
-    starts = record_pool_starts(monkeypatch, 5)
     blocks_read_at_start: list[int] = []
-    real_start = native_workers.PreparePool._start
-
-    def start(self: native_workers.PreparePool) -> None:
-        blocks_read_at_start.append(self._blocks_read)
-        real_start(self)
-
-    monkeypatch.setattr(native_workers.PreparePool, "_start", start)
+    starts = record_pool_starts(monkeypatch, 5, blocks_read=blocks_read_at_start)
     runs = {name: small_run(name)[:7] + extra_events(name, 7, 8) for name in ("a", "b", "c")}
     folder = tmp_path / "runs"
     folder.mkdir()
