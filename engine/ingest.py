@@ -88,6 +88,7 @@ def _ingest(store: EventStore, paths: Sequence[Path | str], *, format: str, seal
     unrecognised: list[str] = []
     with _no_cyclic_gc(), _prepare_pool() as pool, store.writer() as writer:
         if format == "native":
+            paths = list(paths)  # read twice below: a caller's iterator is taken once
             if given and paths:
                 raise _native_refused(str(paths[0]))
             reports.extend(_append_native_files(writer, [(str(path), _file_lines(path)) for path in paths],

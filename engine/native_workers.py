@@ -38,8 +38,9 @@ BLOCK_BYTES = 2 * 2**20
 #: takes as long either way, at 40% more CPU with two workers; 20,000 lines gain 25% wall).
 #: Small inputs (every test file, most real runs) never start a process.
 POOL_MIN_BLOCKS = 8
-#: An ingest whose native files add up to more bytes than this (what POOL_MIN_BLOCKS blocks
-#: hold at most, so the pool would start within them anyway) starts its workers at once.
+#: An ingest whose native files add up to more bytes than this (POOL_MIN_BLOCKS full blocks by
+#: size: the pool would start within them anyway, unless single lines pass 2 MB) starts its
+#: workers at once.
 POOL_MIN_BYTES = POOL_MIN_BLOCKS * BLOCK_BYTES
 #: Blocks in flight per worker: the writer takes several blocks' rows in one burst (a piece of a
 #: run is thousands of events), so workers keep preparing meanwhile instead of waiting for it.

@@ -34,23 +34,24 @@ def _line_by_line(items: list[tuple], chunk: int | None) -> Any:
             yield state.flush()
 
 
-def _items(lines: list[tuple[str, int, int, int, int]]) -> list[tuple]:
-    """Items as the row path makes them, from (run, seq, event id number, content, redacted)."""
+def _items(lines: list[tuple]) -> list[tuple]:
+    """Items as the row path makes them, from (run, seq, event id number, content, redacted[,
+    mislabelled]): a mislabelled line is run_started where it should not be, or not where it should."""
     items = []
-    for number, (run_id, seq, event, content, redacted) in enumerate(lines, start=1):
-        kind = "run_started" if seq == 0 else "message"
+    for number, (run_id, seq, event, content, redacted, *odd) in enumerate(lines, start=1):
+        kind = "run_started" if (seq == 0) != bool(odd and odd[0]) else "message"
         row = [run_id, seq, f"e{event}", None, kind, f"header-{content}"]
         items.append((number, run_id, seq, f"e{event}", kind, row, redacted))
     return items
 
 
 @st.composite
-def _lines(draw: st.DrawFn) -> list[tuple[str, int, int, int, int]]:
+def _lines(draw: st.DrawFn) -> list[tuple]:
     """Mostly well-formed interleaved runs, with now and then a repeated, skipped, reordered or
     mislabelled line, or a reused event id."""
     runs = draw(st.lists(st.sampled_from("abc"), min_size=1, max_size=3, unique=True))
     next_seq = {run: 0 for run in runs}
-    lines: list[tuple[str, int, int, int, int]] = []
+    lines: list[tuple] = []
     event = 0
     for _ in range(draw(st.integers(0, 40))):
         run = draw(st.sampled_from(runs))
@@ -66,7 +67,7 @@ def _lines(draw: st.DrawFn) -> list[tuple[str, int, int, int, int]]:
         event += 1
         content = draw(st.integers(0, 1)) if twist == 0 else 0
         lines.append((run, seq, event_number, content,
-                      draw(st.sampled_from([0, 0, 0, 1, 2]))))
+                      draw(st.sampled_from([0, 0, 0, 1, 2])), twist == 3))
     return lines
 
 
