@@ -91,9 +91,7 @@ def _ingest(store: EventStore, paths: Sequence[Path | str], *, format: str, seal
             paths = list(paths)  # read twice below: a caller's iterator is taken once
             if given and paths:
                 raise _native_refused(str(paths[0]))
-            reports.extend(_append_native_files(writer, [(str(path), _file_lines(path)) for path in paths],
-                                                sum(_file_size(path) for path in paths), pool, seal))
-            return Ingested(reports, unrecognised)
+            return Ingested(_append_native_paths(writer, paths, pool, seal), unrecognised)
         for path in paths:
             tree = open_tree(path)
             native = [rel for rel in tree.selected if format == "auto" and _is_native(tree, rel)]
@@ -192,8 +190,14 @@ def ingest_native(store: EventStore, paths: Sequence[Path | str], *, seal: bool 
     bad line in the last file still leaves nothing written.
     """
     with _no_cyclic_gc(), _prepare_pool() as pool, store.writer() as writer:
-        files = [(str(path), _file_lines(path)) for path in paths]  # opened only when read
-        return _append_native_files(writer, files, sum(_file_size(path) for path in paths), pool, seal)
+        return _append_native_paths(writer, list(paths), pool, seal)
+
+
+def _append_native_paths(writer: RunWriter, paths: list[Path | str], pool: PreparePool,
+                         seal: bool) -> list[IngestReport]:
+    """Native files on disk, in order, into ``writer``'s transaction (each opened only when read)."""
+    files = [(str(path), _file_lines(path)) for path in paths]
+    return _append_native_files(writer, files, sum(_file_size(path) for path in paths), pool, seal)
 
 
 def _append_native_files(writer: RunWriter, files: list[tuple[str, Iterable[bytes]]], size: int,
