@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
-from rich.table import Table
+from procgrade.engine.tables import Table
 from rich.text import Text
 
 from procgrade.engine.errors import InputError, ProcgradeError, StoreError

@@ -4,7 +4,7 @@ import sys
 from typing import Annotated, Any, Optional
 
 import typer
-from rich.table import Table
+from procgrade.engine.tables import Table
 from rich.text import Text
 
 from procgrade.engine.settings import DEFAULT_DB

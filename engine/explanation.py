@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Group
-from rich.table import Table
+from procgrade.engine.tables import Table
 from rich.text import Text
 
 from procgrade.engine.rescoring import run_findings

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Annotated, Any, Optional
 
 import typer
-from rich.table import Table
+from procgrade.engine.tables import Table
 from rich.text import Text
 from typer.core import TyperGroup
 

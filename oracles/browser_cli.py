@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
-from rich.table import Table
+from procgrade.engine.tables import Table
 from rich.text import Text
 
 __all__ = ["run_grade_browser", "run_validate_plans", "grader_options"]

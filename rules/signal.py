@@ -199,7 +199,7 @@ def _pct(value: Fraction | None) -> str:
 
 def render(store: EventStore, ruleset: RuleSet) -> list[Any]:
     """``procgrade rule-signal``: the report as rich renderables."""
-    from rich.table import Table
+    from procgrade.engine.tables import Table
 
     report = measure(store, ruleset)
     graded = max(report.graded, 1)

@@ -444,7 +444,7 @@ def odds_text(estimate: float | None, low: float | None, high: float | None) -> 
 
 def render(result: Association, console: Any) -> None:
     """Print ``result`` as rich tables on ``console``."""
-    from rich.table import Table
+    from procgrade.engine.tables import Table
     from rich.text import Text
 
     pct = f"{result.confidence:.0%}"

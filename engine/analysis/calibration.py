@@ -905,7 +905,7 @@ def _group(group: str | None) -> str:
 
 def render(result: Calibration, console: Any) -> None:
     """Print ``result`` as rich tables on ``console``."""
-    from rich.table import Table
+    from procgrade.engine.tables import Table
     from rich.text import Text
 
     pct = f"{result.confidence:.0%}"
