@@ -1,59 +1,86 @@
-"""The tables every command prints: Rich's, printed a column at a time when no cell wraps.
+"""The tables every command prints: Rich's, printed without Rich's cell-by-cell work when no
+cell wraps.
 
-Rich lays out and renders each cell of a table on its own, about half a millisecond a cell
-row on this project's machines: ``rescore --all`` of 500 runs spent a third of its time printing
-its table, and a listing of thousands of rows takes seconds. When every cell is one line of
+Rich lays out and renders each cell of a table on its own, about half a millisecond a row on
+this project's machines: ``rescore --all`` of 500 runs spent a third of its time printing its
+table, and ``runs`` on a store of 10,000 runs took four seconds. When every cell is one line of
 text and the table's natural width fits the console, no cell wraps and each row is one line,
-so a table holding each column's cells joined into one multi-line cell prints the very same
-characters, styles included, at a quarter of the cost. Any other table (a cell that wraps or
-holds several lines, row styles, lines between rows, fixed widths, a footer) prints as Rich
-prints it.
+so the table can be printed without that work, to the same characters:
+
+* where no style shows (piped output, files, ``NO_COLOR``), as lines of text built directly
+  (the box, padding and justification Rich would give them);
+* on a terminal, as a table whose every column holds its cells joined into one multi-line
+  cell, which Rich lays out once per column instead of once per cell (styles kept).
+
+Any other table (a cell that wraps or holds several lines, row styles, lines between rows,
+fixed widths, a footer) is printed by Rich as it is. A property test holds both ways to
+Rich's own output.
 """
 
 from __future__ import annotations
 
 import copy
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from rich.cells import cell_len
 from rich.errors import MarkupError
 from rich.padding import Padding
+from rich.segment import Segment
 from rich.table import Column, Row
 from rich.table import Table as RichTable
 from rich.text import Text
 
 if TYPE_CHECKING:
+    from rich.box import Box
     from rich.console import Console, ConsoleOptions, RenderResult
 
 __all__ = ["Table"]
 
 
+@dataclass(frozen=True)
+class _Layout:
+    """A table whose rows are one line each at its columns' natural widths."""
+
+    headers: list[Text]
+    cells: list[list[Text]]  # per column, its rows' cells
+    widths: list[int]  # per column, padding included
+    left: int
+    right: int
+
+
 class Table(RichTable):
-    """:class:`rich.table.Table`, printed with one multi-line cell per column where that prints
-    the same characters (see the module's docstring); measured and built like Rich's."""
+    """:class:`rich.table.Table`, printed without Rich's per-cell work where that prints the
+    same characters (see the module's docstring); built and measured like Rich's."""
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
-        merged = self._by_columns(console, options.max_width)
-        if merged is None:
+        layout = self._one_line_layout(console, options.max_width)
+        if layout is None:
             yield from super().__rich_console__(console, options)
+        elif console.color_system is None and not console.legacy_windows and console.encoding.startswith("utf"):
+            yield from self._plain_lines(console, options, layout)
         else:
-            yield from RichTable.__rich_console__(merged, console, options)
+            yield from RichTable.__rich_console__(self._by_columns(layout), console, options)
 
-    def _by_columns(self, console: Console, max_width: int) -> RichTable | None:
-        """This table with each column's cells joined into one cell, or None when the two could
-        print differently: anything but plain one-line text cells, any layout that is not the
-        natural width of every column, or a natural width wider than ``max_width``."""
+    def _one_line_layout(self, console: Console, max_width: int) -> _Layout | None:
+        """The table's cells as Rich renders them and its columns' widths, or None unless every
+        row prints as one line: plain one-line text cells, no fixed widths, rules or row
+        styles, and a natural width within ``max_width`` (else Rich narrows columns and wraps)."""
         if (len(self.rows) < 2 or self.show_lines or self.show_footer or self.row_styles or self.leading
                 or self.expand or self.width is not None or self.min_width is not None
+                or self.collapse_padding or not self.pad_edge
                 or any(row.style is not None or row.end_section for row in self.rows)):
+            return None
+        box = self._box(console)
+        if box is not None and not _rows_look_alike(box, self.show_header):
             return None
         top, right, bottom, left = Padding.unpack(self.padding)
         if top or bottom:
             return None
-        columns: list[Column] = []
-        width = (2 if self.box and self.show_edge else 0) + (len(self.columns) - 1 if self.box else 0)
+        headers, cells, widths = [], [], []
         for column in self.columns:
             if (column.width is not None or column.min_width is not None or column.max_width is not None
-                    or column.ratio is not None):
+                    or column.ratio is not None or column.justify not in ("left", "center", "right")):
                 return None
             lines = [self._one_line(console, cell) for cell in column._cells]
             if any(line is None for line in lines) or not lines[-1].plain:  # a last line left blank is dropped
@@ -61,19 +88,17 @@ class Table(RichTable):
             header = self._one_line(console, column.header)
             if header is None:
                 return None
-            widest = max([header.cell_len, *(line.cell_len for line in lines)])  # type: ignore[union-attr]
+            widest = max([header.cell_len if self.show_header else 0,
+                          *(line.cell_len for line in lines)])  # type: ignore[union-attr]
             if not widest:  # no room for text at all: Rich folds the lines of a multi-line cell together
                 return None
-            width += widest + left + right
-            merged = copy.copy(column)
-            merged._cells = [Text("\n").join(lines)]  # type: ignore[arg-type]
-            columns.append(merged)
-        if width > max_width:  # Rich would narrow columns, and wrapped cells would shift the rows below
+            headers.append(header)
+            cells.append(lines)
+            widths.append(widest + left + right)
+        edges = (2 if box is not None and self.show_edge else 0) + (len(widths) - 1 if box is not None else 0)
+        if sum(widths) + edges > max_width:
             return None
-        table = copy.copy(self)
-        table.columns = columns
-        table.rows = [Row()]
-        return table
+        return _Layout(headers, cells, widths, left, right)  # type: ignore[arg-type]
 
     def _one_line(self, console: Console, cell: object) -> Text | None:
         """The cell as the Text Rich renders for it, if that is one line laid out by its column
@@ -92,3 +117,78 @@ class Table(RichTable):
                 or text.end != "\n" or "\n" in text.plain or "\t" in text.plain):
             return None
         return text
+
+    def _box(self, console: Console) -> Box | None:
+        """The box Rich draws this table with on ``console`` (as in ``Table._render``)."""
+        if not self.box:
+            return None
+        box = self.box.substitute(console.options, safe=self.safe_box if self.safe_box is not None
+                                  else console.safe_box)
+        return box if self.show_header else box.get_plain_headed_box()
+
+    def _by_columns(self, layout: _Layout) -> RichTable:
+        """This table with each column's cells joined into one multi-line cell."""
+        columns: list[Column] = []
+        for column, lines in zip(self.columns, layout.cells):
+            merged = copy.copy(column)
+            merged._cells = [Text("\n").join(lines)]
+            columns.append(merged)
+        table = copy.copy(self)
+        table.columns = columns
+        table.rows = [Row()]
+        return table
+
+    def _plain_lines(self, console: Console, options: ConsoleOptions, layout: _Layout) -> RenderResult:
+        """The table as lines of text: what Rich prints where no style shows."""
+        box, widths, left, right = self._box(console), layout.widths, " " * layout.left, " " * layout.right
+        justify = [column.justify for column in self.columns]
+        render_options = options.update(width=sum(widths) + (2 if box is not None and self.show_edge else 0)
+                                        + (len(widths) - 1 if box is not None else 0),
+                                        highlight=self.highlight, height=None)
+        if self.title:
+            yield from self._annotation(console, render_options, self.title, self.title_justify)
+
+        def line(cells: list[Text], edge: str, divider: str, end: str) -> Segment:
+            texts = [left + _justified(cell.plain, width - layout.left - layout.right, how) + right
+                     for cell, width, how in zip(cells, widths, justify)]
+            return Segment(edge + divider.join(texts) + end + "\n" if self.show_edge else divider.join(texts) + "\n")
+
+        if box is None:
+            rows = [line(row, "", "", "") for row in ([layout.headers] if self.show_header else [])]
+            rows += [line(list(row), "", "", "") for row in zip(*layout.cells)]
+            yield from rows
+        else:
+            if self.show_edge:
+                yield Segment(box.get_top(widths) + "\n")
+            if self.show_header:
+                yield line(layout.headers, box.head_left, box.head_vertical, box.head_right)
+                yield Segment(box.get_row(widths, "head", edge=self.show_edge) + "\n")
+            yield from (line(list(row), box.mid_left, box.mid_vertical, box.mid_right) for row in zip(*layout.cells))
+            if self.show_edge:
+                yield Segment(box.get_bottom(widths) + "\n")
+        if self.caption:
+            yield from self._annotation(console, render_options, self.caption, self.caption_justify)
+
+    def _annotation(self, console: Console, options: ConsoleOptions, text: object, justify: str) -> RenderResult:
+        """A title or caption as Rich renders it above or below the table (styles show nowhere here)."""
+        rendered = console.render_str(text, highlight=False) if isinstance(text, str) else text
+        return console.render(rendered, options=options.update(justify=justify))  # type: ignore[arg-type]
+
+
+def _justified(text: str, width: int, justify: str) -> str:
+    """``text`` (at most ``width`` cells) padded to ``width`` as Rich justifies a line."""
+    if justify == "left":
+        return text + " " * (width - cell_len(text))
+    text = text.rstrip()
+    excess = width - cell_len(text)
+    if justify == "right":
+        return " " * excess + text
+    return " " * (excess // 2) + text + " " * (excess - excess // 2)
+
+
+def _rows_look_alike(box: Box, show_header: bool) -> bool:
+    """Do the box's first, middle and last rows share their edges and dividers? Rich draws a
+    table's first row with the head's, its last with the foot's; one multi-line row is both."""
+    mid = (box.mid_left, box.mid_vertical, box.mid_right)
+    return mid == (box.foot_left, box.foot_vertical, box.foot_right) and (
+        show_header or mid == (box.head_left, box.head_vertical, box.head_right))

@@ -1,5 +1,6 @@
-"""procgrade's Table prints exactly what Rich's prints, and takes its column-at-a-time path
-where the listings need it (a listing of many one-line rows that fits the console)."""
+"""procgrade's Table prints exactly what Rich's prints, and takes its shortcuts where the
+listings need them (many one-line rows that fit the console): lines of text where no style
+shows, a column at a time on a terminal."""
 
 from __future__ import annotations
 
@@ -23,9 +24,13 @@ _TEXT = st.lists(_CHARS, max_size=12).map("".join)
 _STYLED = st.tuples(_TEXT, st.sampled_from(["", "", "bold", "red on blue"]), st.sampled_from([None, None, "right"]))
 
 
+#: Every box Rich defines (their rows' edges and dividers differ in some).
+_BOXES = [value for name, value in vars(box).items() if isinstance(value, box.Box)]
+
 _PLAIN_CHARS = st.sampled_from(list("abcdefgh z09/-.") * 4 + ["[", "]", "[bold]", "[/]", "[/bold]", ":", ":fire:",
                                                                "漢", "🙂", "é", "\u0301", "\u200b", "…", "\\", "  "])
 _PLAIN_TEXT = st.lists(_PLAIN_CHARS, max_size=12).map("".join)
+_PLAIN_ASCII = st.text("abc xyz0123-./", max_size=12)  # most cells of real listings
 
 
 @st.composite
@@ -34,18 +39,23 @@ def tables(draw: st.DrawFn) -> dict:
     columns = draw(st.integers(1, 5))
     listing = draw(st.booleans())
     text = _PLAIN_TEXT if listing else _TEXT
-    cell = st.one_of(text, text.map(Text)) if listing else st.one_of(_TEXT, _TEXT, _TEXT, _STYLED)
+    cell = st.one_of(text, text.map(Text), text.map(Text), _PLAIN_ASCII) if listing else st.one_of(_TEXT, _TEXT, _TEXT, _STYLED)
     return {
         "headers": draw(st.lists(text, min_size=columns, max_size=columns)),
         "justify": draw(st.lists(st.sampled_from(["left", "right", "center"]), min_size=columns, max_size=columns)),
         "rows": draw(st.lists(st.lists(cell, min_size=columns, max_size=columns), min_size=2 * listing, max_size=8)),
-        "box": draw(st.sampled_from([box.HEAVY_HEAD, None, box.SIMPLE, box.ROUNDED])),
+        "box": draw(st.sampled_from([box.HEAVY_HEAD, None, *_BOXES])),
+        "show_header": draw(st.sampled_from([True, True, False])),
+        "pad_edge": True if listing else draw(st.booleans()),
+        "collapse_padding": False if listing else draw(st.booleans()),
+        "caption": draw(st.one_of(st.none(), text)),
+        "title_justify": draw(st.sampled_from(["center", "left", "right"])),
         "show_edge": draw(st.booleans()),
         "padding": draw(st.sampled_from([(0, 1), (0, 0), (0, 2)] + ([] if listing else [(1, 1)]))),
         "title": draw(st.one_of(st.none(), text)),
         "header_style": draw(st.sampled_from(["bold", "", "italic red"])),
         "show_lines": False if listing else draw(st.booleans()),
-        "width": draw(st.integers(10, 160)),
+        "width": draw(st.integers(40, 160) if listing else st.integers(10, 160)),
         "color": draw(st.booleans()),
     }
 
@@ -53,7 +63,9 @@ def tables(draw: st.DrawFn) -> dict:
 def printed(cls: type[RichTable], spec: dict) -> str:
     console = Console(file=io.StringIO(), width=spec["width"], highlight=False, soft_wrap=True, emoji=False,
                       force_terminal=spec["color"], color_system="truecolor" if spec["color"] else None)
-    table = cls(title=spec["title"], box=spec["box"], show_edge=spec["show_edge"], padding=spec["padding"],
+    table = cls(title=spec["title"], caption=spec["caption"], title_justify=spec["title_justify"], box=spec["box"],
+                show_edge=spec["show_edge"], show_header=spec["show_header"], padding=spec["padding"],
+                pad_edge=spec["pad_edge"], collapse_padding=spec["collapse_padding"],
                 header_style=spec["header_style"], show_lines=spec["show_lines"])
     for header, justify in zip(spec["headers"], spec["justify"]):
         table.add_column(header, justify=justify)
@@ -67,7 +79,7 @@ def printed(cls: type[RichTable], spec: dict) -> str:
     return console.file.getvalue()  # type: ignore[attr-defined]
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=1000, deadline=None)
 @given(tables())
 def test_prints_what_rich_prints(spec: dict) -> None:
     assert printed(Table, spec) == printed(RichTable, spec)
@@ -80,30 +92,46 @@ def listing(rows: int, run_id_length: int = 40) -> Table:
     return table
 
 
-def test_a_listing_that_fits_prints_by_columns() -> None:
-    console = Console(file=io.StringIO(), width=200, highlight=False, emoji=False)
-    table = listing(500)
-    merged = table._by_columns(console, 200)
-    assert merged is not None
-    assert len(merged.rows) == 1 and all(len(column._cells) == 1 for column in merged.columns)
-    console.print(table)
-    lines = console.file.getvalue().splitlines()  # type: ignore[attr-defined]
+def console(width: int = 200, *, color: bool = False) -> Console:
+    return Console(file=io.StringIO(), width=width, highlight=False, emoji=False, force_terminal=color,
+                   color_system="truecolor" if color else None)
+
+
+def test_a_listing_that_fits_prints_as_lines_of_text_where_no_style_shows() -> None:
+    plain, table = console(), listing(500)
+    assert table._one_line_layout(plain, 200) is not None
+    rich_path = []
+    table._by_columns = lambda layout: rich_path.append(layout)  # type: ignore[method-assign]
+    plain.print(table)
+    assert rich_path == []
+    lines = plain.file.getvalue().splitlines()  # type: ignore[attr-defined]
     assert len(lines) == 1 + 3 + 500 + 1  # title, top border, header, rule, a line a row, bottom border
-    assert lines[4].startswith("│ 0-rrr") and "1/2 graded" in lines[4] and "[bold]" not in lines[4]
+    assert lines[4].startswith("│ 0-rrr") and "│ 1/2 graded    │" in lines[4] and "[bold]" not in lines[4]
+    assert plain.file.getvalue() == printed_by_rich(listing(500), 200)  # type: ignore[attr-defined]
+
+
+def test_a_listing_that_fits_prints_a_column_at_a_time_on_a_terminal() -> None:
+    terminal, table = console(color=True), listing(50)
+    layout = table._one_line_layout(terminal, 200)
+    assert layout is not None
+    merged = table._by_columns(layout)
+    assert len(merged.rows) == 1 and all(len(column._cells) == 1 for column in merged.columns)
+    terminal.print(table)
+    assert "\x1b[1m" in terminal.file.getvalue()  # type: ignore[attr-defined]  # the header's bold shows
+    assert terminal.file.getvalue() == printed_by_rich(listing(50), 200, color=True)  # type: ignore[attr-defined]
 
 
 def test_a_listing_wider_than_the_console_prints_as_rich_does() -> None:
-    console = Console(file=io.StringIO(), width=60, highlight=False, emoji=False)
-    table = listing(3, run_id_length=70)
-    assert table._by_columns(console, 60) is None
-    console.print(table)
-    assert console.file.getvalue() == printed_by_rich(listing(3, run_id_length=70), 60)  # type: ignore[attr-defined]
+    narrow, table = console(60), listing(3, run_id_length=70)
+    assert table._one_line_layout(narrow, 60) is None
+    narrow.print(table)
+    assert narrow.file.getvalue() == printed_by_rich(listing(3, run_id_length=70), 60)  # type: ignore[attr-defined]
 
 
-def printed_by_rich(table: Table, width: int) -> str:
-    console = Console(file=io.StringIO(), width=width, highlight=False, emoji=False)
+def printed_by_rich(table: Table, width: int, *, color: bool = False) -> str:
+    rich_console = console(width, color=color)
     rich = RichTable(*(column.header for column in table.columns), title=table.title)
     for index in range(len(table.rows)):
         rich.add_row(*(column._cells[index] for column in table.columns))
-    console.print(rich)
-    return console.file.getvalue()  # type: ignore[attr-defined]
+    rich_console.print(rich)
+    return rich_console.file.getvalue()  # type: ignore[attr-defined]
