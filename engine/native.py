@@ -26,6 +26,7 @@ from procgrade.engine.errors import InputError
 from procgrade.engine.events import Event, event_adapter
 from procgrade.engine.importers.redaction import Redactor, unchanged_json_line
 from procgrade.engine.json_guards import MAX_DEPTH, duplicate_key, key_endings, nesting_error
+from procgrade.engine.native_workers import BLOCK_LINES
 
 if TYPE_CHECKING:
     from procgrade.engine.native_workers import PreparePool
@@ -179,13 +180,10 @@ def _pooled_rows(source: str, lines: Iterable[bytes], chunk: int,
             pool.close()
 
 
-#: Items handed to the checks across lines at once (a block of the workers is up to 2,000 lines).
-_ITEMS_PER_BLOCK = 2000
-
-
-def item_blocks(items: Iterable[_Item], size: int = _ITEMS_PER_BLOCK) -> Iterator[list[_Item]]:
-    """``items`` in lists of up to ``size``, as the checks across lines take them; an error met
-    midway comes after the list of the items before it, so those are checked first."""
+def item_blocks(items: Iterable[_Item], size: int = BLOCK_LINES) -> Iterator[list[_Item]]:
+    """``items`` in lists of up to ``size`` (a workers' block of lines, by default), as the
+    checks across lines take them; an error met midway comes after the list of the items
+    before it, so those are checked first."""
     block: list[_Item] = []
     try:
         for item in items:

@@ -170,6 +170,21 @@ def test_rescore_builds_no_event_validator(tmp_path: Path) -> None:
     assert (found["built"], found["adapters"]) == ([], 0)
 
 
+def test_building_validators_ahead_builds_every_one() -> None:
+    """In a fresh interpreter nothing is built on import; build_event_validators() then builds
+    the adapter and every kind's validator (what forked ingest workers inherit)."""
+    script = (
+        "from procgrade.engine.events import EVENT_KINDS, build_event_validators, event_adapter\n"
+        "before = sorted(k for k, c in EVENT_KINDS.items() if c.__pydantic_complete__)\n"
+        "assert event_adapter.cache_info().currsize == 0, 'adapter built on import'\n"
+        "build_event_validators()\n"
+        "after = sorted(k for k, c in EVENT_KINDS.items() if not c.__pydantic_complete__)\n"
+        "print(before, after, event_adapter.cache_info().currsize)\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["[]", "[]", "1"]
+
+
 def test_built_validators_validate_as_before() -> None:
     """Building every validator ahead (what a process does before forking ingest workers) leaves
     them the validators first use would build: the same event accepted, the same one refused."""
