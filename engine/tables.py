@@ -47,6 +47,8 @@ class _Layout:
     widths: list[int]  # per column, padding included
     left: int
     right: int
+    joinable: bool  # each column's cells can be joined into one multi-line cell
+    width: int  # the table's, borders included
 
 
 class Table(RichTable):
@@ -59,14 +61,16 @@ class Table(RichTable):
             yield from super().__rich_console__(console, options)
         elif console.color_system is None and not console.legacy_windows and console.encoding.startswith("utf"):
             yield from self._plain_lines(console, options, layout)
-        else:
+        elif layout.joinable:
             yield from RichTable.__rich_console__(self._by_columns(layout), console, options)
+        else:
+            yield from super().__rich_console__(console, options)
 
     def _one_line_layout(self, console: Console, max_width: int) -> _Layout | None:
         """The table's cells as Rich renders them and its columns' widths, or None unless every
         row prints as one line: plain one-line text cells, no fixed widths, rules or row
         styles, and a natural width within ``max_width`` (else Rich narrows columns and wraps)."""
-        if (len(self.rows) < 2 or self.show_lines or self.show_footer or self.row_styles or self.leading
+        if (not self.columns or self.show_lines or self.show_footer or self.row_styles or self.leading
                 or self.expand or self.width is not None or self.min_width is not None
                 or self.collapse_padding or not self.pad_edge
                 or any(row.style is not None or row.end_section for row in self.rows)):
@@ -77,28 +81,33 @@ class Table(RichTable):
         top, right, bottom, left = Padding.unpack(self.padding)
         if top or bottom:
             return None
-        headers, cells, widths = [], [], []
+        headers, cells, widths, joinable = [], [], [], True
         for column in self.columns:
             if (column.width is not None or column.min_width is not None or column.max_width is not None
                     or column.ratio is not None or column.justify not in ("left", "center", "right")):
                 return None
             lines = [self._one_line(console, cell) for cell in column._cells]
-            if any(line is None for line in lines) or not lines[-1].plain:  # a last line left blank is dropped
+            if any(line is None for line in lines) or not (lines or self.show_header):  # nothing to measure
                 return None
             header = self._one_line(console, column.header)
             if header is None:
                 return None
             widest = max([header.cell_len if self.show_header else 0,
                           *(line.cell_len for line in lines)])  # type: ignore[union-attr]
-            if not widest:  # no room for text at all: Rich folds the lines of a multi-line cell together
-                return None
+            if not widest and any(text.plain for text in (header, *lines)):  # type: ignore[union-attr]
+                return None  # zero-width characters alone in a column without room: Rich's to lay out
+            # A multi-line cell drops a last line left blank, and folds its lines together in a
+            # column with no room for text: joined, such a column would lose rows.
+            joinable = (joinable and len(lines) > 1 and bool(widest)
+                        and bool(lines[-1].plain))  # type: ignore[union-attr]
             headers.append(header)
             cells.append(lines)
-            widths.append(widest + left + right)
-        edges = (2 if box is not None and self.show_edge else 0) + (len(widths) - 1 if box is not None else 0)
-        if sum(widths) + edges > max_width:
+            widths.append(max(widest + left + right, 1))  # Rich's width of a column of empty cells, unpadded: 1
+        borders = (2 if box is not None and self.show_edge else 0) + (len(widths) - 1 if box is not None else 0)
+        width = sum(widths) + borders
+        if width > max_width:
             return None
-        return _Layout(headers, cells, widths, left, right)  # type: ignore[arg-type]
+        return _Layout(headers, cells, widths, left, right, joinable, width)  # type: ignore[arg-type]
 
     def _one_line(self, console: Console, cell: object) -> Text | None:
         """The cell as the Text Rich renders for it, if that is one line laid out by its column
@@ -142,9 +151,7 @@ class Table(RichTable):
         """The table as lines of text: what Rich prints where no style shows."""
         box, widths, left, right = self._box(console), layout.widths, " " * layout.left, " " * layout.right
         justify = [column.justify for column in self.columns]
-        render_options = options.update(width=sum(widths) + (2 if box is not None and self.show_edge else 0)
-                                        + (len(widths) - 1 if box is not None else 0),
-                                        highlight=self.highlight, height=None)
+        render_options = options.update(width=layout.width, highlight=self.highlight, height=None)
         if self.title:
             yield from self._annotation(console, render_options, self.title, self.title_justify)
 
