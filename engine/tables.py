@@ -20,6 +20,7 @@ Rich's own output.
 from __future__ import annotations
 
 import copy
+import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -56,24 +57,28 @@ class Table(RichTable):
     same characters (see the module's docstring); built and measured like Rich's."""
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
-        layout = self._one_line_layout(console, options.max_width)
+        layout = self._one_line_layout(console, options)
         if layout is None:
             yield from super().__rich_console__(console, options)
-        elif console.color_system is None and not console.legacy_windows and console.encoding.startswith("utf"):
+        elif (console.color_system is None and not console.record and not console.legacy_windows
+              and console.encoding.startswith("utf")):
             yield from self._plain_lines(console, options, layout)
         elif layout.joinable:
             yield from RichTable.__rich_console__(self._by_columns(layout), console, options)
         else:
             yield from super().__rich_console__(console, options)
 
-    def _one_line_layout(self, console: Console, max_width: int) -> _Layout | None:
+    def _one_line_layout(self, console: Console, options: ConsoleOptions) -> _Layout | None:
         """The table's cells as Rich renders them and its columns' widths, or None unless every
         row prints as one line: plain one-line text cells, no fixed widths, rules or row
-        styles, and a natural width within ``max_width`` (else Rich narrows columns and wraps)."""
+        styles, and a natural width within ``options.max_width`` (else Rich narrows columns and
+        wraps)."""
         if (not self.columns or self.show_lines or self.show_footer or self.row_styles or self.leading
                 or self.expand or self.width is not None or self.min_width is not None
                 or self.collapse_padding or not self.pad_edge
-                or any(row.style is not None or row.end_section for row in self.rows)):
+                or any(row.style is not None or row.end_section for row in self.rows)
+                or any(len(column._cells) != len(self.rows) for column in self.columns)  # added after rows
+                or _linked(console, self.style) or _linked(console, self.border_style)):
             return None
         box = self._box(console)
         if box is not None and not _rows_look_alike(box, self.show_header):
@@ -84,12 +89,13 @@ class Table(RichTable):
         headers, cells, widths, joinable = [], [], [], True
         for column in self.columns:
             if (column.width is not None or column.min_width is not None or column.max_width is not None
-                    or column.ratio is not None or column.justify not in ("left", "center", "right")):
+                    or column.ratio is not None or column.justify not in ("left", "center", "right")
+                    or column.overflow == "ignore" or _linked(console, column.style)):  # "ignore": not justified
                 return None
-            lines = [self._one_line(console, cell) for cell in column._cells]
+            lines = [self._one_line(console, options, column, cell) for cell in column._cells]
             if any(line is None for line in lines) or not (lines or self.show_header):  # nothing to measure
                 return None
-            header = self._one_line(console, column.header)
+            header = self._one_line(console, options, column, column.header)
             if header is None:
                 return None
             widest = max([header.cell_len if self.show_header else 0,
@@ -105,25 +111,34 @@ class Table(RichTable):
             widths.append(max(widest + left + right, 1))  # Rich's width of a column of empty cells, unpadded: 1
         borders = (2 if box is not None and self.show_edge else 0) + (len(widths) - 1 if box is not None else 0)
         width = sum(widths) + borders
-        if width > max_width:
+        if width > options.max_width:
             return None
         return _Layout(headers, cells, widths, left, right, joinable, width)  # type: ignore[arg-type]
 
-    def _one_line(self, console: Console, cell: object) -> Text | None:
-        """The cell as the Text Rich renders for it, if that is one line laid out by its column
-        alone (no tab; no justification, overflow or style of its own, which would also cover
-        the padding Rich adds to it); else None."""
-        if isinstance(cell, str):
+    def _one_line(self, console: Console, options: ConsoleOptions, column: Column, cell: object) -> Text | None:
+        """The cell as the Text Rich renders for it in ``column`` (markup read as the print
+        options say, highlighted as the column says), if that is one line laid out by its column
+        alone; else None. Not such a line: a tab or line break of any kind, characters whose
+        width Rich reckons by grapheme (joiners, variation selectors, modifiers), a style,
+        justification or overflow of the text's own (a style would also cover the padding),
+        spans that are empty, run past the text or link, and anything but an exact str or Text
+        (a subclass may render itself)."""
+        kind = type(cell)
+        if kind is str:
             try:
-                text = console.render_str(cell, highlight=self.highlight)
+                text = console.render_str(cell, highlight=column.highlight, markup=options.markup)  # type: ignore[arg-type]
             except MarkupError:  # Rich's own rendering raises it, in its order of cells
                 return None
-        elif isinstance(cell, Text):
-            text = cell
+        elif kind is Text:
+            text = cell  # type: ignore[assignment]
         else:
             return None
+        plain = text.plain
         if (text.style or text.justify is not None or text.overflow is not None or text.no_wrap is not None
-                or text.end != "\n" or "\n" in text.plain or "\t" in text.plain):
+                or text.end != "\n" or _NOT_ONE_LINE.search(plain) is not None):
+            return None
+        if text.spans and any(span.start >= span.end or span.end > len(plain) or _linked(console, span.style)
+                              for span in text.spans):
             return None
         return text
 
@@ -180,6 +195,23 @@ class Table(RichTable):
         """A title or caption as Rich renders it above or below the table (styles show nowhere here)."""
         rendered = console.render_str(text, highlight=False) if isinstance(text, str) else text
         return console.render(rendered, options=options.update(justify=justify))  # type: ignore[arg-type]
+
+
+#: Characters that break a cell into lines (Rich sizes cells by ``str.splitlines``), tabs, and
+#: characters Rich 15 measures by grapheme cluster: zero-width joiner, variation selectors,
+#: regional indicators, skin-tone modifiers, tags.
+_NOT_ONE_LINE = re.compile("[\t\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029\u200d\ufe00-\ufe0f"
+                           "\U0001f1e6-\U0001f1ff\U0001f3fb-\U0001f3ff\U000e0000-\U000e007f\U000e0100-\U000e01ef]")
+
+
+def _linked(console: Console, style: object) -> bool:
+    """Does ``style`` hold a hyperlink? Rich gives each rendered piece of a link an id of its
+    own, which joined cells would share."""
+    if not style:
+        return False
+    if isinstance(style, str):
+        return "link" in style and bool(console.get_style(style, default="").link)
+    return bool(getattr(style, "link", None))
 
 
 def _justified(text: str, width: int, justify: str) -> str:

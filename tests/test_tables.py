@@ -17,9 +17,12 @@ from rich.text import Text
 from procgrade.engine.tables import Table
 
 # Letters and spaces (most of them), markup brackets, emoji-code colons, wide and zero-width
-# characters, tabs and newlines: what run ids, commands and paths in real logs hold.
+# characters, joiners and variation selectors, tabs, newlines and the other line breaks: what
+# run ids, commands and paths in real logs hold. (Links are left out: Rich numbers them anew
+# each time it prints.)
+_ODD = ["\u0301", "\u200b", "\u200d", "\ufe0f", "\u2028", "\x85", "\x1c", "☺"]
 _CHARS = st.sampled_from(list("abcdefgh z09/-.") * 4 + ["[", "]", "[bold]", "[/]", ":", ":fire:", "漢", "🙂", "é",
-                                                         "\u0301", "\u200b", "\t", "\n", "…", "\\", "  "])
+                                                         "\t", "\n", "…", "\\", "  ", *_ODD])
 _TEXT = st.lists(_CHARS, max_size=12).map("".join)
 _STYLED = st.tuples(_TEXT, st.sampled_from(["", "", "bold", "red on blue"]), st.sampled_from([None, None, "right"]))
 
@@ -27,8 +30,8 @@ _STYLED = st.tuples(_TEXT, st.sampled_from(["", "", "bold", "red on blue"]), st.
 #: Every box Rich defines (their rows' edges and dividers differ in some).
 _BOXES = [value for name, value in vars(box).items() if isinstance(value, box.Box)]
 
-_PLAIN_CHARS = st.sampled_from(list("abcdefgh z09/-.") * 4 + ["[", "]", "[bold]", "[/]", "[/bold]", ":", ":fire:",
-                                                               "漢", "🙂", "é", "\u0301", "\u200b", "…", "\\", "  "])
+_PLAIN_CHARS = st.sampled_from(list("abcdefgh z09/-.") * 6 + ["[", "]", "[bold]", "[/]", "[/bold]", ":", ":fire:",
+                                                               "漢", "🙂", "é", "…", "\\", "  ", *_ODD])
 _PLAIN_TEXT = st.lists(_PLAIN_CHARS, max_size=12).map("".join)
 _PLAIN_ASCII = st.text("abc xyz0123-./", max_size=12)  # most cells of real listings
 
@@ -46,6 +49,10 @@ def tables(draw: st.DrawFn) -> dict:
     return {
         "headers": draw(st.lists(text, min_size=columns, max_size=columns)),
         "justify": draw(st.lists(st.sampled_from(["left", "right", "center"]), min_size=columns, max_size=columns)),
+        "overflow": draw(st.lists(st.sampled_from(["fold", "ellipsis"] + ([] if listing else ["ignore"])),
+                                  min_size=columns, max_size=columns)),
+        "highlight": draw(st.lists(st.sampled_from([False, False, True]), min_size=columns, max_size=columns)),
+        "markup": draw(st.sampled_from([None, None, False])),  # as console.print(table, markup=...) says
         "rows": draw(st.lists(st.lists(cell, min_size=columns, max_size=columns), max_size=8)),
         "box": draw(st.sampled_from([box.HEAVY_HEAD, None, *_BOXES])),
         "show_header": draw(st.sampled_from([True, True, False])),
@@ -70,13 +77,14 @@ def printed(cls: type[RichTable], spec: dict) -> str:
                 show_edge=spec["show_edge"], show_header=spec["show_header"], padding=spec["padding"],
                 pad_edge=spec["pad_edge"], collapse_padding=spec["collapse_padding"],
                 header_style=spec["header_style"], show_lines=spec["show_lines"])
-    for header, justify in zip(spec["headers"], spec["justify"]):
-        table.add_column(header, justify=justify)
+    for header, justify, overflow, highlight in zip(spec["headers"], spec["justify"], spec["overflow"],
+                                                    spec["highlight"]):
+        table.add_column(header, justify=justify, overflow=overflow, highlight=highlight)
     for row in spec["rows"]:
         table.add_row(*(Text(cell[0], style=cell[1], justify=cell[2]) if isinstance(cell, tuple) else cell
                         for cell in row))  # a Text cell is printed as it is, a str cell as markup
     try:
-        console.print(table)
+        console.print(table, markup=spec["markup"])
     except MarkupError as exc:  # bad markup in a str cell: the same error either way
         return f"MarkupError: {exc}"
     return console.file.getvalue()  # type: ignore[attr-defined]
@@ -102,7 +110,7 @@ def console(width: int = 200, *, color: bool = False) -> Console:
 
 def test_a_listing_that_fits_prints_as_lines_of_text_where_no_style_shows() -> None:
     plain, table = console(), listing(500)
-    assert table._one_line_layout(plain, 200) is not None
+    assert table._one_line_layout(plain, plain.options) is not None
     rich_path = []
     table._by_columns = lambda layout: rich_path.append(layout)  # type: ignore[method-assign]
     plain.print(table)
@@ -119,7 +127,7 @@ def test_a_blank_last_cell_keeps_the_shortcut_where_no_style_shows() -> None:
     table = listing(3)
     table.add_row(Text("last"), "", "")
     plain, terminal = console(), console(color=True)
-    layout = table._one_line_layout(plain, 200)
+    layout = table._one_line_layout(plain, plain.options)
     assert layout is not None and not layout.joinable
     plain.print(table)
     assert plain.file.getvalue().splitlines()[-2].startswith("│ last ")  # type: ignore[attr-defined]
@@ -130,7 +138,7 @@ def test_a_blank_last_cell_keeps_the_shortcut_where_no_style_shows() -> None:
 
 def test_a_listing_that_fits_prints_a_column_at_a_time_on_a_terminal() -> None:
     terminal, table = console(color=True), listing(50)
-    layout = table._one_line_layout(terminal, 200)
+    layout = table._one_line_layout(terminal, terminal.options)
     assert layout is not None
     merged = table._by_columns(layout)
     assert len(merged.rows) == 1 and all(len(column._cells) == 1 for column in merged.columns)
@@ -141,7 +149,7 @@ def test_a_listing_that_fits_prints_a_column_at_a_time_on_a_terminal() -> None:
 
 def test_a_listing_wider_than_the_console_prints_as_rich_does() -> None:
     narrow, table = console(60), listing(3, run_id_length=70)
-    assert table._one_line_layout(narrow, 60) is None
+    assert table._one_line_layout(narrow, narrow.options) is None
     narrow.print(table)
     assert narrow.file.getvalue() == printed_by_rich(listing(3, run_id_length=70), 60)  # type: ignore[attr-defined]
 
