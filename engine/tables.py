@@ -7,14 +7,14 @@ table, and ``runs`` on a store of 10,000 runs took four seconds. When every cell
 text and the table's natural width fits the console, no cell wraps and each row is one line,
 so the table can be printed without that work, to the same characters:
 
-* where no style shows (piped output, files, ``NO_COLOR``), as lines of text built directly
+* where no style shows (piped output, files), as lines of text built directly
   (the box, padding and justification Rich would give them);
 * on a terminal, as a table whose every column holds its cells joined into one multi-line
   cell, which Rich lays out once per column instead of once per cell (styles kept).
 
-Any other table (a cell that wraps or holds several lines, row styles, lines between rows,
-fixed widths, a footer) is printed by Rich as it is. A property test holds both ways to
-Rich's own output.
+Any other table (a cell that wraps or holds a line break of any kind, row styles, lines between
+rows, fixed widths, a footer, links) is printed by Rich as it is. A property test holds both
+ways to Rich's own output.
 """
 
 from __future__ import annotations
