@@ -11,10 +11,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
-from procgrade.engine.tables import Table
 from rich.text import Text
 
 from procgrade.engine.errors import InputError, ProcgradeError, StoreError
+from procgrade.engine.tables import Table
 from procgrade.engine.terminal import err, out
 
 if TYPE_CHECKING:

@@ -4,10 +4,10 @@ import sys
 from typing import Annotated, Any, Optional
 
 import typer
-from procgrade.engine.tables import Table
 from rich.text import Text
 
 from procgrade.engine.settings import DEFAULT_DB
+from procgrade.engine.tables import Table
 from procgrade.engine.terminal import out
 
 __all__ = ["register"]

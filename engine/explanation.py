@@ -6,7 +6,6 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Group
-from procgrade.engine.tables import Table
 from rich.text import Text
 
 from procgrade.engine.rescoring import run_findings
@@ -14,6 +13,7 @@ from procgrade.engine.scoring import display
 from procgrade.engine.scoring import NOT_GRADED
 from procgrade.engine.store import EventStore
 from procgrade.engine.store.scores import ScoreStore
+from procgrade.engine.tables import Table
 from procgrade.engine.timeline import describe
 from procgrade.rules.loading import load_ruleset
 from procgrade.rules.reasons import near_misses, vacuous_reason

@@ -22,6 +22,7 @@ from __future__ import annotations
 import copy
 import re
 from dataclasses import dataclass
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from rich.cells import cell_len
@@ -43,6 +44,7 @@ __all__ = ["Table"]
 class _Layout:
     """A table whose rows are one line each at its columns' natural widths."""
 
+    box: Box | None  # as Rich draws it on this console
     headers: list[Text]
     cells: list[list[Text]]  # per column, its rows' cells
     widths: list[int]  # per column, padding included
@@ -58,12 +60,11 @@ class Table(RichTable):
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         layout = self._one_line_layout(console, options)
-        if layout is None:
-            yield from super().__rich_console__(console, options)
-        elif (console.color_system is None and not console.record and not console.legacy_windows
-              and console.encoding.startswith("utf")):
+        plain = (console.color_system is None and not console.record and not console.legacy_windows
+                 and console.encoding.startswith("utf"))
+        if layout is not None and plain:
             yield from self._plain_lines(console, options, layout)
-        elif layout.joinable:
+        elif layout is not None and layout.joinable:
             yield from RichTable.__rich_console__(self._by_columns(layout), console, options)
         else:
             yield from super().__rich_console__(console, options)
@@ -113,7 +114,7 @@ class Table(RichTable):
         width = sum(widths) + borders
         if width > options.max_width:
             return None
-        return _Layout(headers, cells, widths, left, right, joinable, width)  # type: ignore[arg-type]
+        return _Layout(box, headers, cells, widths, left, right, joinable, width)  # type: ignore[arg-type]
 
     def _one_line(self, console: Console, options: ConsoleOptions, column: Column, cell: object) -> Text | None:
         """The cell as the Text Rich renders for it in ``column`` (markup read as the print
@@ -164,30 +165,30 @@ class Table(RichTable):
 
     def _plain_lines(self, console: Console, options: ConsoleOptions, layout: _Layout) -> RenderResult:
         """The table as lines of text: what Rich prints where no style shows."""
-        box, widths, left, right = self._box(console), layout.widths, " " * layout.left, " " * layout.right
+        box, widths, left, right = layout.box, layout.widths, " " * layout.left, " " * layout.right
+        inner = [width - layout.left - layout.right for width in widths]  # the text's room in each column
         justify = [column.justify for column in self.columns]
         render_options = options.update(width=layout.width, highlight=self.highlight, height=None)
         if self.title:
             yield from self._annotation(console, render_options, self.title, self.title_justify)
+        head = (box.head_left, box.head_vertical, box.head_right) if box is not None else ("", "", "")
+        body = (box.mid_left, box.mid_vertical, box.mid_right) if box is not None else ("", "", "")
+        edges = box is not None and self.show_edge
 
-        def line(cells: list[Text], edge: str, divider: str, end: str) -> Segment:
-            texts = [left + _justified(cell.plain, width - layout.left - layout.right, how) + right
-                     for cell, width, how in zip(cells, widths, justify)]
-            return Segment(edge + divider.join(texts) + end + "\n" if self.show_edge else divider.join(texts) + "\n")
+        def line(cells: Iterable[Text], edge: str, divider: str, end: str) -> Segment:
+            text = divider.join([left + _justified(cell.plain, room, how) + right
+                                 for cell, room, how in zip(cells, inner, justify)])
+            return Segment((edge + text + end if edges else text) + "\n")
 
-        if box is None:
-            rows = [line(row, "", "", "") for row in ([layout.headers] if self.show_header else [])]
-            rows += [line(list(row), "", "", "") for row in zip(*layout.cells)]
-            yield from rows
-        else:
-            if self.show_edge:
-                yield Segment(box.get_top(widths) + "\n")
-            if self.show_header:
-                yield line(layout.headers, box.head_left, box.head_vertical, box.head_right)
+        if edges:
+            yield Segment(box.get_top(widths) + "\n")  # type: ignore[union-attr]
+        if self.show_header:
+            yield line(layout.headers, *head)
+            if box is not None:
                 yield Segment(box.get_row(widths, "head", edge=self.show_edge) + "\n")
-            yield from (line(list(row), box.mid_left, box.mid_vertical, box.mid_right) for row in zip(*layout.cells))
-            if self.show_edge:
-                yield Segment(box.get_bottom(widths) + "\n")
+        yield from (line(row, *body) for row in zip(*layout.cells))
+        if edges:
+            yield Segment(box.get_bottom(widths) + "\n")  # type: ignore[union-attr]
         if self.caption:
             yield from self._annotation(console, render_options, self.caption, self.caption_justify)
 

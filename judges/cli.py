@@ -13,12 +13,12 @@ from pathlib import Path
 from typing import Annotated, Any, Optional
 
 import typer
-from procgrade.engine.tables import Table
 from rich.text import Text
 from typer.core import TyperGroup
 
 from procgrade.engine.errors import InputError
 from procgrade.engine.settings import DEFAULT_DB
+from procgrade.engine.tables import Table
 from procgrade.engine.terminal import err, out
 
 __all__ = ["judge_app", "schema_rubric"]

@@ -9,8 +9,9 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
-from procgrade.engine.tables import Table
 from rich.text import Text
+
+from procgrade.engine.tables import Table
 
 __all__ = ["run_grade_browser", "run_validate_plans", "grader_options"]
 

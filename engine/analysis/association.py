@@ -444,8 +444,9 @@ def odds_text(estimate: float | None, low: float | None, high: float | None) -> 
 
 def render(result: Association, console: Any) -> None:
     """Print ``result`` as rich tables on ``console``."""
-    from procgrade.engine.tables import Table
     from rich.text import Text
+
+    from procgrade.engine.tables import Table
 
     pct = f"{result.confidence:.0%}"
     console.print(Text(f"rule-outcome association by {result.by}: {result.graded} graded runs "

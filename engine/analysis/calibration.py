@@ -905,8 +905,9 @@ def _group(group: str | None) -> str:
 
 def render(result: Calibration, console: Any) -> None:
     """Print ``result`` as rich tables on ``console``."""
-    from procgrade.engine.tables import Table
     from rich.text import Text
+
+    from procgrade.engine.tables import Table
 
     pct = f"{result.confidence:.0%}"
     console.print(Text(f"calibration of {', '.join(result.candidates)} against {result.reference}: {result.runs} runs"
