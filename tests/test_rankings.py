@@ -8,13 +8,20 @@ from __future__ import annotations
 
 import json
 import math
+from itertools import permutations
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from procgrade.engine.analysis.agreement import bradley_terry
-from procgrade.engine.analysis.rankings import rank_agreement, rank_agreement_over_tasks, rank_flips, ranks
+from procgrade.engine.analysis.rankings import (
+    EXACT_P_MAX_GROUPS,
+    rank_agreement,
+    rank_agreement_over_tasks,
+    rank_flips,
+    ranks,
+)
 
 DEVAI = Path(__file__).parent / "fixtures" / "devai-judgments"
 SYSTEMS = ("OpenHands", "MetaGPT", "GPT-Pilot")
@@ -64,6 +71,50 @@ def test_devai_system_ranking_is_the_same_under_both_graders(devai_rates: tuple[
     assert all(0.5 < p.support <= 1.0 for p in result.pair_orders)
     assert "resampling the 55 tasks" in result.interval_method
     assert result.kendall_tau_b.high == 1.0
+
+
+def _enumerated_p(a: list[float], b: list[float], statistic: str) -> float:
+    """Two-sided p by hand over all pairings of ``b`` with ``a``: twice the smaller share of pairings at or
+    beyond the data's statistic on either side (scipy's two-sided; with ties the null is not symmetric)."""
+    from scipy.stats import kendalltau, spearmanr
+
+    def value(y: list[float]) -> float:
+        return float(kendalltau(a, y).statistic if statistic == "tau" else spearmanr(a, y).statistic)
+
+    observed = value(b)
+    values = [value(list(y)) for y in permutations(b)]
+    greater = sum(v >= observed - 1e-12 for v in values) / len(values)
+    less = sum(v <= observed + 1e-12 for v in values) / len(values)
+    return min(1.0, 2 * min(greater, less))
+
+
+@pytest.mark.parametrize(("a", "b"), [
+    ([4, 3, 2, 1], [0.9, 0.8, 0.5, 0.1]),  # four systems in the same order: p = 2/4! = 1/12, not 0
+    ([5, 4, 3, 2, 1], [0.5, 0.9, 0.4, 0.3, 0.1]),  # one swap
+    ([3, 3, 2, 1, 1, 0], [0.7, 0.6, 0.6, 0.2, 0.4, 0.1]),  # ties in both
+    ([7, 6, 5, 4, 3, 2, 1], [1, 2, 3, 4, 5, 6, 7]),  # reversed, at the exact limit
+])
+def test_few_groups_get_exact_pvalues(a: list[float], b: list[float]) -> None:
+    # scipy's Spearman p is the t approximation, 0 whenever rho is +-1; its Kendall p is exact only
+    # without ties. Few groups get the permutation p of both, as counting every pairing gives it.
+    groups = [f"system {i}" for i in range(len(a))]
+    result = rank_agreement(dict(zip(groups, a)), dict(zip(groups, b)), seed=0, n_resamples=200)
+    assert result.n <= EXACT_P_MAX_GROUPS
+    assert result.kendall_tau_b.pvalue == pytest.approx(_enumerated_p(a, b, "tau"), abs=1e-12)
+    assert result.spearman.pvalue == pytest.approx(_enumerated_p(a, b, "rho"), abs=1e-12)
+    if len(a) == 4:
+        assert result.spearman.pvalue == pytest.approx(1 / 12) and result.kendall_tau_b.pvalue == pytest.approx(1 / 12)
+
+
+def test_many_groups_keep_scipys_pvalues() -> None:
+    from scipy.stats import kendalltau, spearmanr
+
+    a = [float(i) for i in range(EXACT_P_MAX_GROUPS + 3)]
+    b = [v if i % 3 else -v for i, v in enumerate(a)]
+    groups = [f"g{i}" for i in range(len(a))]
+    result = rank_agreement(dict(zip(groups, a)), dict(zip(groups, b)), seed=0, n_resamples=200)
+    assert result.kendall_tau_b.pvalue == pytest.approx(kendalltau(a, b).pvalue)
+    assert result.spearman.pvalue == pytest.approx(spearmanr(a, b).pvalue)
 
 
 def test_rank_flips() -> None:

@@ -2,7 +2,10 @@
 
 Pure functions over plain ``{group: score}`` mappings; nothing here reads the store. Statistics come from scipy:
 Kendall tau-b (``scipy.stats.kendalltau(variant="b")``, ties handled) and Spearman rho (``scipy.stats.spearmanr``),
-rank vectors with ties (``scipy.stats.rankdata``) and bootstrap intervals (``scipy.stats.bootstrap``, seeded):
+rank vectors with ties (``scipy.stats.rankdata``) and bootstrap intervals (``scipy.stats.bootstrap``, seeded).
+Their p-values are exact for up to :data:`EXACT_P_MAX_GROUPS` groups (``scipy.stats.permutation_test`` over every
+pairing): scipy's own Spearman p is the t approximation, which says p = 0 whenever rho is +-1, however few the
+groups (four systems in the same order is p = 1/12, not 0), and its Kendall p is only exact without ties:
 
 * :func:`rank_agreement` resamples the groups themselves (paired), which suits many groups (e.g. the 165
   (system, task) runs of DevAI);
@@ -38,6 +41,7 @@ from procgrade.engine.analysis.agreement import _float, _Plain, _sorted
 __all__ = [
     "MIN_INTERVAL_GROUPS",
     "Correlation",
+    "EXACT_P_MAX_GROUPS",
     "PairOrder",
     "RankAgreement",
     "RankFlip",
@@ -51,6 +55,11 @@ IntervalMethod = Literal["percentile", "basic", "BCa"]
 
 #: The fewest groups a rank-correlation interval is computed for.
 MIN_INTERVAL_GROUPS = 3
+#: Up to this many groups both p-values come from every pairing of the two scores (7! = 5,040 of them, a
+#: few milliseconds; 8! takes a third of a second); beyond, scipy's (Kendall exact without ties, else
+#: normal; Spearman's t approximation), which is close by then: where it says 0 the exact p is at
+#: most 2/8! (5e-5).
+EXACT_P_MAX_GROUPS = 7
 
 
 def ranks(scores: Mapping[Hashable, float], *, higher_is_better: bool = True,
@@ -99,8 +108,8 @@ def rank_flips(scores_a: Mapping[Hashable, float], scores_b: Mapping[Hashable, f
 
 @dataclass(frozen=True)
 class Correlation(_Plain):
-    """A rank correlation with its p-value (scipy) and bootstrap interval; ``None`` where undefined
-    (e.g. a score constant over the groups)."""
+    """A rank correlation with its two-sided p-value (exact up to :data:`EXACT_P_MAX_GROUPS` groups, else
+    scipy's) and bootstrap interval; ``None`` where undefined (e.g. a score constant over the groups)."""
 
     statistic: float | None
     pvalue: float | None
@@ -153,13 +162,47 @@ _Estimate = tuple[float | None, float | None]  # statistic, p-value
 
 
 def _correlations(x: np.ndarray, y: np.ndarray) -> tuple[_Estimate, _Estimate]:
+    """(Kendall tau-b, p), (Spearman rho, p): scipy's, the p-values exact for few groups."""
     from scipy.stats import kendalltau, spearmanr
 
     with warnings.catch_warnings(), np.errstate(divide="ignore", invalid="ignore"):
         warnings.simplefilter("ignore")
         tau = kendalltau(x, y, variant="b")
         rho = spearmanr(x, y)
-    return (_float(tau.statistic), _float(tau.pvalue)), (_float(rho.statistic), _float(rho.pvalue))
+    (tau_value, tau_p), (rho_value, rho_p) = (_float(tau.statistic), _float(tau.pvalue)), \
+                                             (_float(rho.statistic), _float(rho.pvalue))
+    if x.size <= EXACT_P_MAX_GROUPS and tau_value is not None and rho_value is not None:
+        tau_p, rho_p = _exact_pvalues(x, y)
+    return (tau_value, tau_p), (rho_value, rho_p)
+
+
+def _exact_pvalues(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
+    """Two-sided p-values of tau-b and rho under every pairing of ``x`` with ``y`` (the exact null
+    of no association, ties included): ``scipy.stats.permutation_test`` enumerates the n! pairings
+    when asked for an infinite number of resamples, compares with its own float tolerance, and
+    doubles the smaller one-sided share (with ties the null need not be symmetric)."""
+    from scipy.stats import permutation_test, rankdata
+
+    ranks_y = rankdata(y)
+    sy = np.sign(y[:, None] - y[None, :])
+
+    def tau_b(xs: np.ndarray, axis: int = -1) -> np.ndarray:
+        xs = np.atleast_2d(xs)
+        sx = np.sign(xs[:, :, None] - xs[:, None, :])
+        n = xs.shape[-1]
+        pairs = n * (n - 1) / 2
+        x_ties = ((sx == 0).sum(axis=(1, 2)) - n) / 2
+        y_ties = ((sy == 0).sum() - n) / 2
+        return (sx * sy).sum(axis=(1, 2)) / 2 / np.sqrt(pairs - x_ties) / np.sqrt(pairs - y_ties)
+
+    def rho(xs: np.ndarray, axis: int = -1) -> np.ndarray:
+        ranks_x = rankdata(np.atleast_2d(xs), axis=-1)
+        dx, dy = ranks_x - ranks_x.mean(axis=-1, keepdims=True), ranks_y - ranks_y.mean()
+        return (dx * dy).sum(axis=-1) / np.sqrt((dx * dx).sum(axis=-1) * (dy * dy).sum())
+
+    return tuple(float(permutation_test((x,), statistic, permutation_type="pairings", n_resamples=np.inf,
+                                        vectorized=True, alternative="two-sided").pvalue)
+                 for statistic in (tau_b, rho))  # type: ignore[return-value]
 
 
 def _both(x: np.ndarray, y: np.ndarray) -> np.ndarray:
