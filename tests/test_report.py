@@ -431,3 +431,35 @@ def test_percentages_round_like_their_intervals() -> None:
     for value in (Fraction(1, 16), Fraction(5, 16), Fraction(1, 80), 0.0625, 1.0):
         assert fmt_pct(value) == format_percent(value, 1)
     assert fmt_pct(Fraction(1, 16)) == "6.3" and fmt_pct(None) == "-"
+
+
+def test_report_page_does_not_scroll_sideways(report_db: str, tmp_path: Path) -> None:
+    # A column per group: the per-rule table outgrows a laptop screen with a dozen groups (the demo's
+    # 15 models made the whole page scroll sideways). It scrolls inside its own box instead, its rule
+    # names kept in view.
+    sync_playwright = _browser()
+    store = open_store(report_db)
+    try:
+        report = render_report(store, allow_mixed=True, resamples=RESAMPLES)
+    finally:
+        store.close()
+    page_path = tmp_path / "report.html"
+    page_path.write_text(report.html, encoding="utf-8")
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 640, "height": 800})
+            page.goto(page_path.as_uri(), wait_until="load")
+            table_width = page.evaluate("document.querySelector('table.applicability').scrollWidth")
+            assert table_width > 640, "the fixture's per-rule table fits: this test shows nothing"
+            overflowing = page.evaluate("""() => [...document.querySelectorAll('body *')]
+                .filter(e => e.getBoundingClientRect().right > document.documentElement.clientWidth + 1
+                             && !e.closest('div.wide-table'))
+                .map(e => e.tagName + '.' + e.className).slice(0, 5)""")
+            assert page.evaluate("document.documentElement.scrollWidth") <= 640, overflowing
+            box = page.locator("div.wide-table").first
+            box.evaluate("box => { box.scrollLeft = box.scrollWidth; }")
+            first_cell = page.locator("table.applicability tbody td").first.bounding_box()
+            assert first_cell is not None and first_cell["x"] >= 0, "the rule names scrolled away"
+        finally:
+            browser.close()

@@ -60,7 +60,8 @@ dl.facts dt{color:#777}
 dl.facts dd{margin:0;word-break:break-all}
 .not-available{white-space:pre-wrap;color:#8a6d3b;background:#fcf8e3;padding:6px 10px;border-left:4px solid #e6c66b}
 .note{color:#555;font-size:13px}
-figure.chart-figure{display:inline-block;margin:8px 24px 16px 0;vertical-align:top}
+figure.chart-figure{display:inline-block;margin:8px 24px 16px 0;vertical-align:top;max-width:100%}
+figure.chart-figure svg{max-width:100%;height:auto}
 figure.chart-figure figcaption{font-size:13px;color:#555;max-width:560px}
 svg.chart text{font-family:inherit}
 svg.chart .axis-label{fill:#444;font-weight:600}
@@ -84,6 +85,9 @@ td.never-applied{color:#aaa}
 tr.pooled td{font-weight:600;border-top:2px solid #ddd}
 ul.run-list{columns:3;font-size:13px}
 table.association code,table.applicability code{word-break:normal;white-space:nowrap}
+div.wide-table{overflow-x:auto;max-width:100%}
+table.applicability td:first-child,table.applicability th:first-child{position:sticky;left:0;background:#fff}
+table.applicability th:first-child{background:#f6f6f6}
 """
 
 
@@ -290,7 +294,16 @@ def _calibration(views: list[RunView], by: str, reference: str, candidates: Sequ
     return result, (f"left out, no grade stored: {', '.join(left_out)}" if left_out else None)
 
 
+def _boxed_tables(body: str) -> str:
+    """Every table in a box of the page's width that scrolls sideways on its own: tables grow a column
+    per group (the per-rule rates) or wide cells, and the page itself should never scroll sideways.
+    Every table here is written ``<table class=...>``; text from logs is escaped, so no ``<table``
+    comes from data."""
+    return body.replace("<table ", '<div class="wide-table"><table ').replace("</table>", "</table></div>")
+
+
 def _page(title: str, body: str) -> str:
+    body = _boxed_tables(body)
     return ("<!DOCTYPE html>\n"
             '<html lang="en"><head><meta charset="utf-8">'
             f'<meta http-equiv="Content-Security-Policy" content="{_CSP}">'
