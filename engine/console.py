@@ -14,10 +14,15 @@ __all__ = ["main"]
 
 
 def main() -> None:
-    from procgrade.engine.interrupts import interrupt_seen, watch_interrupts
+    from procgrade.engine.interrupts import deferred_interrupt, interrupt_seen, watch_interrupts
 
     watch_interrupts()
     try:
+        with deferred_interrupt():
+            # orjson's module init assumes its own imports succeed (ijl/orjson#310): a Ctrl-C landing
+            # while it imports the standard library crashed the interpreter (SIGSEGV). Loaded first,
+            # the interrupt held until it is in.
+            import orjson  # noqa: F401
         from procgrade.engine.cli import app
         from procgrade.engine.cli_errors import run
     except BaseException as exc:  # an interrupt, or what a library made of it (pydantic: SchemaError)

@@ -252,3 +252,40 @@ def test_ctrl_c_in_rescore_with_workers_on_postgresql(tmp_path: Path) -> None:
             return code
 
     _trials("rescore-postgresql", duration, trial)
+
+
+#: Sends Ctrl-C to its own process at the moment orjson's module init imports a module of its own.
+_CTRL_C_IN_ORJSON_INIT = """
+import os, signal, sys
+
+class Trap:
+    loading = False
+
+    def find_spec(self, name, path=None, target=None):
+        if name == "orjson.orjson":
+            Trap.loading = True
+        elif Trap.loading:
+            Trap.loading = False
+            os.kill(os.getpid(), signal.SIGINT)
+            for _ in range(10):  # the handler runs here, inside the import orjson's init asked for
+                pass
+        return None
+
+sys.meta_path.insert(0, Trap())
+sys.argv = ["procgrade", *sys.argv[1:]]
+from procgrade.engine.console import main
+main()
+"""
+
+
+def test_ctrl_c_while_orjson_loads_is_an_interruption_not_a_crash(tmp_path: Path, base: Path) -> None:
+    # orjson's init dereferences a failed import of its own (ijl/orjson#310): a Ctrl-C that landed
+    # there killed `procgrade score` with SIGSEGV (1 in ~80 random moments in its first 0.4 s).
+    db = _fresh(base, tmp_path, "orjson.db")
+    run_ids = [r.run_id for r in api.runs(f"sqlite:///{db}")][:2]
+    env = {k: v for k, v in os.environ.items() if k not in ("PROCGRADE_DB", "PROCGRADE_DEBUG")}
+    done = subprocess.run([sys.executable, "-c", _CTRL_C_IN_ORJSON_INIT, "score", *run_ids, "--db", str(db)],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 130, (done.returncode, done.stderr[-3000:])
+    assert done.stderr.strip() == "procgrade: interrupted while starting: nothing was done"
+    assert _scores(db) == []
