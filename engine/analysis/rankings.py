@@ -161,19 +161,25 @@ def _same_groups(scores_a: Mapping[Hashable, Any], scores_b: Mapping[Hashable, A
 _Estimate = tuple[float | None, float | None]  # statistic, p-value
 
 
-def _correlations(x: np.ndarray, y: np.ndarray) -> tuple[_Estimate, _Estimate]:
-    """(Kendall tau-b, p), (Spearman rho, p): scipy's, the p-values exact for few groups."""
+def _scipy_correlations(x: np.ndarray, y: np.ndarray) -> tuple[_Estimate, _Estimate]:
+    """(Kendall tau-b, p), (Spearman rho, p) as scipy computes them."""
     from scipy.stats import kendalltau, spearmanr
 
     with warnings.catch_warnings(), np.errstate(divide="ignore", invalid="ignore"):
         warnings.simplefilter("ignore")
         tau = kendalltau(x, y, variant="b")
         rho = spearmanr(x, y)
-    (tau_value, tau_p), (rho_value, rho_p) = (_float(tau.statistic), _float(tau.pvalue)), \
-                                             (_float(rho.statistic), _float(rho.pvalue))
-    if x.size <= EXACT_P_MAX_GROUPS and tau_value is not None and rho_value is not None:
-        tau_p, rho_p = _exact_pvalues(x, y)
-    return (tau_value, tau_p), (rho_value, rho_p)
+    return (_float(tau.statistic), _float(tau.pvalue)), (_float(rho.statistic), _float(rho.pvalue))
+
+
+def _correlations(x: np.ndarray, y: np.ndarray) -> tuple[_Estimate, _Estimate]:
+    """:func:`_scipy_correlations`, the p-values exact for up to :data:`EXACT_P_MAX_GROUPS` groups."""
+    (tau, tau_p), (rho, rho_p) = _scipy_correlations(x, y)
+    if x.size <= EXACT_P_MAX_GROUPS and tau is not None and rho is not None:
+        with warnings.catch_warnings(), np.errstate(all="ignore"):
+            warnings.simplefilter("ignore")
+            tau_p, rho_p = _exact_pvalues(x, y)
+    return (tau, tau_p), (rho, rho_p)
 
 
 def _exact_pvalues(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
@@ -206,7 +212,7 @@ def _exact_pvalues(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
 
 
 def _both(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    (tau, _), (rho, _) = _correlations(x, y)
+    (tau, _), (rho, _) = _scipy_correlations(x, y)
     return np.array([np.nan if tau is None else tau, np.nan if rho is None else rho])
 
 

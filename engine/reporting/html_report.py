@@ -16,6 +16,7 @@ it (no verdicts, no shared grades), its section says so and the rest of the page
 from __future__ import annotations
 
 import importlib
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -55,6 +56,7 @@ td.num,th.num{text-align:right;font-variant-numeric:tabular-nums}
 nav a{margin-right:14px}
 .meta{color:#555;font-size:14px}
 .meta dt{float:left;clear:left;width:200px;color:#777}
+.meta dd{word-break:break-all}
 dl.facts{display:grid;grid-template-columns:max-content 1fr;gap:2px 14px;font-size:14px}
 dl.facts dt{color:#777}
 dl.facts dd{margin:0;word-break:break-all}
@@ -294,12 +296,14 @@ def _calibration(views: list[RunView], by: str, reference: str, candidates: Sequ
     return result, (f"left out, no grade stored: {', '.join(left_out)}" if left_out else None)
 
 
+_TABLE_TAG = re.compile(r"<table\b")
+
+
 def _boxed_tables(body: str) -> str:
     """Every table in a box of the page's width that scrolls sideways on its own: tables grow a column
     per group (the per-rule rates) or wide cells, and the page itself should never scroll sideways.
-    Every table here is written ``<table class=...>``; text from logs is escaped, so no ``<table``
-    comes from data."""
-    return body.replace("<table ", '<div class="wide-table"><table ').replace("</table>", "</table></div>")
+    Text from logs is escaped, so every ``<table`` tag here is one of the report's own."""
+    return _TABLE_TAG.sub(r'<div class="wide-table">\g<0>', body).replace("</table>", "</table></div>")
 
 
 def _page(title: str, body: str) -> str:
