@@ -19,9 +19,11 @@ def main() -> None:
     watch_interrupts()
     try:
         with deferred_interrupt():
-            # orjson's module init assumes its own imports succeed (ijl/orjson#310): a Ctrl-C landing
-            # while it imports the standard library crashed the interpreter (SIGSEGV). Loaded first,
-            # the interrupt held until it is in.
+            # Compiled modules whose init assumes its own imports succeed: orjson's (ijl/orjson#310)
+            # crashed the interpreter (SIGSEGV) when a Ctrl-C landed while it imported the standard
+            # library, and pydantic_core panics if its import of datetime fails. Loaded first, the
+            # interrupt held until they are in.
+            import datetime  # noqa: F401
             import orjson  # noqa: F401
         from procgrade.engine.cli import app
         from procgrade.engine.cli_errors import run
