@@ -37,9 +37,13 @@ POINTS = 4
 SEED = 20261201
 
 
+def _environment() -> dict[str, str]:
+    """This process's environment without the settings that would redirect or reword procgrade."""
+    return {k: v for k, v in os.environ.items() if k not in ("PROCGRADE_DB", "PROCGRADE_DEBUG")}
+
+
 def _start(args: list[str], cwd: Path) -> subprocess.Popen[str]:
-    env = {k: v for k, v in os.environ.items() if k not in ("PROCGRADE_DB", "PROCGRADE_DEBUG")}
-    return subprocess.Popen([str(PROCGRADE), *args], cwd=cwd, env=env, stdout=subprocess.PIPE,
+    return subprocess.Popen([str(PROCGRADE), *args], cwd=cwd, env=_environment(), stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, start_new_session=True)
 
 
@@ -283,9 +287,8 @@ def test_ctrl_c_while_orjson_loads_is_an_interruption_not_a_crash(tmp_path: Path
     # there killed `procgrade score` with SIGSEGV (1 in ~80 random moments in its first 0.4 s).
     db = _fresh(base, tmp_path, "orjson.db")
     run_ids = [r.run_id for r in api.runs(f"sqlite:///{db}")][:2]
-    env = {k: v for k, v in os.environ.items() if k not in ("PROCGRADE_DB", "PROCGRADE_DEBUG")}
     done = subprocess.run([sys.executable, "-c", _CTRL_C_IN_ORJSON_INIT, "score", *run_ids, "--db", str(db)],
-                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+                          cwd=tmp_path, env=_environment(), capture_output=True, text=True, timeout=300)
     assert done.returncode == 130, (done.returncode, done.stderr[-3000:])
     assert done.stderr.strip() == "procgrade: interrupted while starting: nothing was done"
     assert _scores(db) == []

@@ -189,16 +189,16 @@ def _exact_pvalues(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
     doubles the smaller one-sided share (with ties the null need not be symmetric)."""
     from scipy.stats import permutation_test, rankdata
 
+    n = y.size
+    pairs = n * (n - 1) / 2
     ranks_y = rankdata(y)
     sy = np.sign(y[:, None] - y[None, :])
+    y_ties = ((sy == 0).sum() - n) / 2  # y is never permuted: its ties are the same in every pairing
 
     def tau_b(xs: np.ndarray, axis: int = -1) -> np.ndarray:
         xs = np.atleast_2d(xs)
         sx = np.sign(xs[:, :, None] - xs[:, None, :])
-        n = xs.shape[-1]
-        pairs = n * (n - 1) / 2
         x_ties = ((sx == 0).sum(axis=(1, 2)) - n) / 2
-        y_ties = ((sy == 0).sum() - n) / 2
         return (sx * sy).sum(axis=(1, 2)) / 2 / np.sqrt(pairs - x_ties) / np.sqrt(pairs - y_ties)
 
     def rho(xs: np.ndarray, axis: int = -1) -> np.ndarray:
