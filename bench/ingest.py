@@ -2,8 +2,9 @@
 
 Run by hand (``make bench-ingest`` or ``python bench/ingest.py --events 1000000``).
 Prints events/s of ``procgrade ingest``'s library path for SQLite and PostgreSQL,
-next to the bare limit: SQLite executemany in one transaction and PostgreSQL
-COPY (FORMAT BINARY) of the very same prepared rows, and the ratio between them.
+next to the bare limit: the store's own bulk insert (on SQLite, INSERT statements of many rows
+each; on PostgreSQL, COPY (FORMAT BINARY)) of the very same prepared rows in one transaction,
+and the ratio between them.
 Both sides run in the same process, interleaved, on the same machine; each side's best of
 ``--repeats`` runs (default 2) is compared.
 Then the large-payload case: command events carrying 10-100 KB tool outputs, in MB/s
@@ -65,8 +66,9 @@ def _cpu() -> float:
 
 
 def bare_insert(url: str, rows: list[tuple]) -> float:
-    """The limit: the store's own bulk path (executemany on SQLite, COPY BINARY on PostgreSQL)
-    fed the already prepared rows, in one transaction, with no parsing, validation or hashing."""
+    """The limit: the store's own bulk path (INSERT statements of many rows each on SQLite,
+    COPY BINARY on PostgreSQL) fed the already prepared rows, in one transaction, with no
+    parsing, validation or hashing."""
     store = open_store(url, create=True)
     raw = store.engine.raw_connection()
     gc.disable()

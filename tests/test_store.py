@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections import OrderedDict
 from pathlib import Path
@@ -29,7 +30,7 @@ from procgrade.engine.log_verification import verify_log
 from procgrade.engine.native import dump_native
 from procgrade.engine.store import EventStore, open_store
 from procgrade.engine.store.postgres import PostgresEventStore
-from procgrade.engine.store.sqlite import SQLiteEventStore
+from procgrade.engine.store.sqlite import ROWS_PER_STATEMENT, SQLiteEventStore
 from procgrade.engine.stored import STORED_COLUMNS
 
 
@@ -339,15 +340,27 @@ def test_database_refuses_truncate_on_postgresql() -> None:
 
 
 class _SpyCursor:
+    """Records how events are inserted: ``copy`` (PostgreSQL's COPY), ``executemany`` (one row per
+    statement), or ``values xN`` for each execution of a statement of N rows (SQLite)."""
+
     def __init__(self, cursor: Any, calls: list[str]) -> None:
         self._cursor, self._calls = cursor, calls
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._cursor, name)
 
-    def executemany(self, *args: Any, **kwargs: Any) -> Any:
-        self._calls.append("executemany")
-        return self._cursor.executemany(*args, **kwargs)
+    def execute(self, sql: str, *args: Any, **kwargs: Any) -> Any:
+        if sql.startswith("INSERT INTO events ("):
+            self._calls.append(f"values x{sql.count('(?')}")
+        return self._cursor.execute(sql, *args, **kwargs)
+
+    def executemany(self, sql: str, params: Any, *args: Any, **kwargs: Any) -> Any:
+        params = list(params)
+        if sql.count("(?") > 1:
+            self._calls.extend([f"values x{sql.count('(?')}"] * len(params))
+        else:
+            self._calls.append("executemany")
+        return self._cursor.executemany(sql, params, *args, **kwargs)
 
     def copy(self, *args: Any, **kwargs: Any) -> Any:
         self._calls.append("copy")
@@ -362,13 +375,21 @@ def insert_calls(store: EventStore, monkeypatch: pytest.MonkeyPatch) -> list[str
     return calls
 
 
-@pytest.mark.parametrize("length", [2, 99, 100, 101, 260])
+def _sqlite_statements(rows: int) -> list[str]:
+    """SQLite's inserts of ``rows`` events: full statements of ROWS_PER_STATEMENT rows, then the rest."""
+    full, rest = divmod(rows, ROWS_PER_STATEMENT)
+    return [f"values x{ROWS_PER_STATEMENT}"] * full + ([f"values x{rest}"] if rest else [])
+
+
+@pytest.mark.parametrize("length", [2, 63, 64, 65, 99, 100, 101, 260])
 def test_bulk_paths_round_trip(store: EventStore, db_kind: str, insert_calls: list[str], length: int) -> None:
     lines = every_kind_run(RUN, length)
     events = models(lines)
     result = store.append(RUN, events)
-    expected_path = "copy" if db_kind == "postgresql" and length >= 100 else "executemany"
-    assert insert_calls == [expected_path]
+    if db_kind == "postgresql":
+        assert insert_calls == ["copy" if length >= 100 else "executemany"]
+    else:
+        assert insert_calls == _sqlite_statements(length)
     assert result.appended == length and result.head_hash == reference_head(lines)
     assert list(store.events(RUN)) == events
     rows = list(store.stored_events(RUN))
@@ -383,9 +404,84 @@ def test_bulk_path_on_a_partly_stored_run(store: EventStore, db_kind: str, inser
     store.append(RUN, models(lines[:30]))
     result = store.append(RUN, models(lines))
     assert (result.appended, result.already_stored) == (200, 30)
-    assert insert_calls == ["executemany", "copy" if db_kind == "postgresql" else "executemany"]
+    if db_kind == "postgresql":
+        assert insert_calls == ["executemany", "copy"]
+    else:
+        assert insert_calls == _sqlite_statements(30) + _sqlite_statements(200)
     assert result.head_hash == reference_head(lines)
     assert verify_log(store, RUN).ok
+
+
+def test_a_clash_deep_in_a_many_statement_append_writes_nothing_of_it(store: EventStore) -> None:
+    """An event_id already stored, given again at the 151st row of a 260-row append (the third
+    of SQLite's many-row statements): the clash is named and none of the 260 rows is written."""
+    store.append("other-run", models(every_kind_run("other-run", 5)))
+    lines = every_kind_run(RUN, 260)
+    lines[150]["event_id"] = "other-run/3"
+    before = snapshot(store)
+    with pytest.raises(EventIdConflictError, match="already stored") as info:
+        store.append(RUN, models(lines))
+    assert info.value.seq == 150
+    assert snapshot(store) == before
+
+
+def test_sqlite_statements_fit_a_lowered_limit_of_bound_values(tmp_path: Path) -> None:
+    """An SQLite built to bind fewer values per statement (the limit was 999 before 3.32) gets
+    statements of as many rows as fit: here 3 rows of 30 values under a limit of 100."""
+    import sqlite3
+
+    from sqlalchemy import event
+
+    store = open_store(f"sqlite:///{tmp_path}/limited.db", create=True)
+    try:
+        @event.listens_for(store.engine, "connect")
+        def _lower(dbapi_connection: Any, _record: Any) -> None:
+            dbapi_connection.setlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER, 100)
+
+        store.engine.dispose()  # connections made from now on have the lower limit
+        calls: list[str] = []
+        original = SQLiteEventStore._begin
+        store._begin = lambda raw: _SpyCursor(original(store, raw), calls)  # type: ignore[method-assign]
+        lines = every_kind_run(RUN, 10)
+        store.append(RUN, models(lines))
+        assert len(STORED_COLUMNS) * 3 <= 100 < len(STORED_COLUMNS) * 4
+        assert calls == ["values x3"] * 3 + ["values x1"]
+        assert store.run(RUN).head_hash == reference_head(lines) and verify_log(store, RUN).ok
+    finally:
+        store.close()
+
+
+def test_new_sqlite_store_has_large_pages_and_an_old_one_keeps_its_own(tmp_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """New stores get 64 KiB pages (a 10 KB event stays in its b-tree cell); a store made with
+    SQLite's default 4 KiB pages keeps them when opened now, and reads and appends as before."""
+    import procgrade.engine.store.sqlite as sqlite_store
+
+    def page_size(path: Path) -> int:
+        import sqlite3
+
+        with contextlib.closing(sqlite3.connect(path)) as connection:
+            return connection.execute("PRAGMA page_size").fetchone()[0]
+
+    new = open_store(f"sqlite:///{tmp_path}/new.db", create=True)
+    new.append(RUN, models(small_run()))
+    new.close()
+    assert page_size(tmp_path / "new.db") == sqlite_store.PAGE_SIZE == 65536
+
+    monkeypatch.setattr(sqlite_store, "PAGE_SIZE", 4096)
+    old = open_store(f"sqlite:///{tmp_path}/old.db", create=True)
+    old.append(RUN, models(small_run()))
+    old.close()
+    monkeypatch.undo()
+    reopened = open_store(f"sqlite:///{tmp_path}/old.db")
+    try:
+        lines = small_run() + [ev("message", 8, RUN, text="x" * 20_000, intent="progress")]
+        reopened.append(RUN, models(lines))
+        assert reopened.run(RUN).head_hash == reference_head(lines)
+        assert verify_log(reopened, RUN).ok
+    finally:
+        reopened.close()
+    assert page_size(tmp_path / "old.db") == 4096
 
 
 # --- export and re-ingest -----------------------------------------------------------------------

@@ -278,6 +278,12 @@ class EventStore:
     def _insert_rows(self, tx: Any, rows: list[tuple[Any, ...]]) -> None:
         raise NotImplementedError
 
+    def _insert_many(self, tx: Any, table: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
+        """Insert ``rows`` (values in ``columns`` order) into ``table``: one statement per row
+        here; a database with a cheaper bulk form overrides it."""
+        tx.executemany(f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join([self.param] * len(columns))})",
+                       rows)
+
     def _lock_run(self, tx: Any, run_id: str, create: bool = True) -> RunInfo:
         raise NotImplementedError
 

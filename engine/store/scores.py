@@ -169,8 +169,6 @@ class ScoreStore:
         query; a held key must hold the same bytes, else :class:`ScoreDriftError` and nothing
         of the batch is written. Idempotent, also for concurrent writers."""
         sql = self.store._sql
-        insert = sql(f"INSERT INTO scores ({', '.join(_SCORE_COLUMNS)}) "
-                     f"VALUES ({', '.join('?' * len(_SCORE_COLUMNS))})")
         by_set: dict[str, list[str]] = {}
         for score in scores:
             by_set.setdefault(score.ruleset_hash, []).append(score.run_id)
@@ -201,7 +199,7 @@ class ScoreStore:
                         f"stored one (stored {stored[:16]}, now {score.document_sha256[:16]})", run_id=score.run_id)
                 written.append(False)
             if new_rows:
-                tx.executemany(insert, new_rows)
+                self.store._insert_many(tx, "scores", _SCORE_COLUMNS, new_rows)
         return written
 
     def scores(self, run_id: str | None = None) -> list[StoredScore]:
