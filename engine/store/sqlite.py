@@ -20,7 +20,7 @@ from procgrade.engine.stored import STORED_COLUMNS
 #: about a quarter of a page in its b-tree cell and the rest in a chain of overflow pages: with
 #: 4 KiB pages a 10 KB payload (an Inspect model call, a command's output) spills into three
 #: overflow pages, each written on insert and walked to reach the columns stored after the
-#: payload. With 64 KiB pages rows up to about 16 KB stay whole (bench/README: the 500-sample
+#: payload. With 64 KiB pages rows up to about 16 KB stay whole (README, Performance: the 500-sample
 #: Inspect log's inserts and commit take about a third less time; small rows read the same).
 #: SQLite applies it only while the file is still empty: an existing store keeps its own.
 PAGE_SIZE = 65536
@@ -29,8 +29,8 @@ PAGE_SIZE = 65536
 #: (every table here has its overwrite guard, revision 0005) opens a statement journal, which
 #: copies the page it changes first: per row with ``executemany`` of a one-row statement, that was
 #: two thirds of inserting a native event (200,000 rows: 3.3 s, 1.1 s without the trigger).
-#: Many rows per statement pay it once for all of them (1.7-1.8 s); more than about a hundred
-#: gain nothing more and cost memory (bench/ingest.py prints both ways of inserting).
+#: Many rows per statement pay it once for all of them (1.7-1.8 s); statements of 300 or 1,000
+#: rows were slower again (README, Performance: the fourth run's changes).
 ROWS_PER_STATEMENT = 64
 
 
