@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import threading
 from collections import OrderedDict
 from pathlib import Path
@@ -375,10 +374,12 @@ def insert_calls(store: EventStore, monkeypatch: pytest.MonkeyPatch) -> list[str
     return calls
 
 
-def _sqlite_statements(rows: int) -> list[str]:
-    """SQLite's inserts of ``rows`` events: full statements of ROWS_PER_STATEMENT rows, then the rest."""
-    full, rest = divmod(rows, ROWS_PER_STATEMENT)
-    return [f"values x{ROWS_PER_STATEMENT}"] * full + ([f"values x{rest}"] if rest else [])
+def _sqlite_statements(rows: int, per: int = ROWS_PER_STATEMENT) -> list[str]:
+    """SQLite's inserts of ``rows`` events: full statements of ``per`` rows, then the rest in
+    statements of powers of two, largest first."""
+    full, rest = divmod(rows, per)
+    return [f"values x{per}"] * full + [f"values x{1 << bit}" for bit in reversed(range(rest.bit_length()))
+                                         if rest >> bit & 1]
 
 
 @pytest.mark.parametrize("length", [2, 63, 64, 65, 99, 100, 101, 260])
@@ -445,43 +446,31 @@ def test_sqlite_statements_fit_a_lowered_limit_of_bound_values(tmp_path: Path) -
         lines = every_kind_run(RUN, 10)
         store.append(RUN, models(lines))
         assert len(STORED_COLUMNS) * 3 <= 100 < len(STORED_COLUMNS) * 4
-        assert calls == ["values x3"] * 3 + ["values x1"]
+        assert calls == ["values x3"] * 3 + ["values x1"] == _sqlite_statements(10, per=3)
         assert store.run(RUN).head_hash == reference_head(lines) and verify_log(store, RUN).ok
     finally:
         store.close()
 
 
-def test_new_sqlite_store_has_large_pages_and_an_old_one_keeps_its_own(tmp_path: Path,
-                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
-    """New stores get 64 KiB pages (a 10 KB event stays in its b-tree cell); a store made with
-    SQLite's default 4 KiB pages keeps them when opened now, and reads and appends as before."""
-    import procgrade.engine.store.sqlite as sqlite_store
+def test_opening_a_store_keeps_a_none_adapter_the_host_program_registered(tmp_path: Path) -> None:
+    """procgrade's NoneType adapter (a speed-up on Python 3.11) never replaces one the program
+    embedding procgrade registered before opening a store."""
+    import sqlite3
 
-    def page_size(path: Path) -> int:
-        import sqlite3
+    key = (type(None), sqlite3.PrepareProtocol)
+    saved = sqlite3.adapters.pop(key, None)
 
-        with contextlib.closing(sqlite3.connect(path)) as connection:
-            return connection.execute("PRAGMA page_size").fetchone()[0]
+    def host(_value: None) -> str:
+        return "host"
 
-    new = open_store(f"sqlite:///{tmp_path}/new.db", create=True)
-    new.append(RUN, models(small_run()))
-    new.close()
-    assert page_size(tmp_path / "new.db") == sqlite_store.PAGE_SIZE == 65536
-
-    monkeypatch.setattr(sqlite_store, "PAGE_SIZE", 4096)
-    old = open_store(f"sqlite:///{tmp_path}/old.db", create=True)
-    old.append(RUN, models(small_run()))
-    old.close()
-    monkeypatch.undo()
-    reopened = open_store(f"sqlite:///{tmp_path}/old.db")
+    sqlite3.register_adapter(type(None), host)
     try:
-        lines = small_run() + [ev("message", 8, RUN, text="x" * 20_000, intent="progress")]
-        reopened.append(RUN, models(lines))
-        assert reopened.run(RUN).head_hash == reference_head(lines)
-        assert verify_log(reopened, RUN).ok
+        open_store(f"sqlite:///{tmp_path}/host.db", create=True).close()
+        assert sqlite3.adapters[key] is host
     finally:
-        reopened.close()
-    assert page_size(tmp_path / "old.db") == 4096
+        sqlite3.adapters.pop(key, None)
+        if saved is not None:
+            sqlite3.adapters[key] = saved
 
 
 # --- export and re-ingest -----------------------------------------------------------------------

@@ -16,21 +16,13 @@ from procgrade.engine.store.database_errors import install as install_error_tran
 from procgrade.engine.store.base import EventStore, RunInfo
 from procgrade.engine.stored import STORED_COLUMNS
 
-#: The page size of a new store. An event row (a WITHOUT ROWID table's record) keeps at most
-#: about a quarter of a page in its b-tree cell and the rest in a chain of overflow pages: with
-#: 4 KiB pages a 10 KB payload (an Inspect model call, a command's output) spills into three
-#: overflow pages, each written on insert and walked to reach the columns stored after the
-#: payload. With 64 KiB pages rows up to about 16 KB stay whole (README, Performance: the 500-sample
-#: Inspect log's inserts and commit take about a third less time; small rows read the same).
-#: SQLite applies it only while the file is still empty: an existing store keeps its own.
-PAGE_SIZE = 65536
-
 #: Rows one INSERT statement writes. Each execution of a statement on a table with a trigger
 #: (every table here has its overwrite guard, revision 0005) opens a statement journal, which
-#: copies the page it changes first: per row with ``executemany`` of a one-row statement, that was
-#: two thirds of inserting a native event (200,000 rows: 3.3 s, 1.1 s without the trigger).
-#: Many rows per statement pay it once for all of them (1.7-1.8 s); statements of 300 or 1,000
-#: rows were slower again (README, Performance: the fourth run's changes).
+#: copies the page it changes first: per row with ``executemany`` of a one-row statement. Many
+#: rows per statement pay it once for all of them: a bare insert of 200,000 native rows took 2.8 s
+#: one row per statement, 2.0 s fifty per statement; statements of 300 or 1,000 rows were slower
+#: again (README, Performance: the fourth run's changes). A remainder is written in statements of
+#: powers of two, so a table needs at most seven statement texts, which stay in sqlite3's cache.
 ROWS_PER_STATEMENT = 64
 
 
@@ -47,7 +39,6 @@ def sqlite_engine(url: str) -> Engine:
     def _on_connect(dbapi_connection: Any, _record: Any) -> None:
         dbapi_connection.isolation_level = None
         cursor = dbapi_connection.cursor()
-        cursor.execute(f"PRAGMA page_size={PAGE_SIZE}")  # before WAL mode writes the header of a new file
         if url not in ("sqlite://", "sqlite:///:memory:"):
             cursor.execute("PRAGMA journal_mode=WAL")
         cursor.execute("PRAGMA synchronous=NORMAL")
@@ -66,14 +57,15 @@ def _null(_value: None) -> None:
 
 
 def _bind_none_directly() -> None:
-    """Before Python 3.12 the sqlite3 module sends every ``None`` parameter through its adapter
-    registry (a key tuple built, a lookup that misses, two attribute lookups): binding a None
+    """The sqlite3 module sends every ``None`` parameter through its adapter registry (a key
+    tuple built, a lookup that misses, two attribute lookups); on Python 3.11 binding a None
     cost seven times binding an int, and an event row binds about twenty (its empty columns),
     some 15% of a bare executemany of native rows. An adapter registered for ``NoneType``
     turns the miss into a hit that returns the None itself, bound as NULL as before. Python
-    3.12 binds None directly; there the adapter would only add a call."""
+    3.12's miss is cheap enough that the adapter would only add a call. An adapter the host
+    program registered for ``NoneType`` is kept."""
     if sys.version_info < (3, 12):
-        sqlite3.register_adapter(type(None), _null)
+        sqlite3.adapters.setdefault((type(None), sqlite3.PrepareProtocol), _null)
 
 
 class SQLiteEventStore(EventStore):
@@ -102,15 +94,21 @@ class SQLiteEventStore(EventStore):
 
     def _insert_many(self, tx: Any, table: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
         """Insert ``rows`` with statements of up to :data:`ROWS_PER_STATEMENT` rows each (fewer
-        when the build of SQLite allows fewer bound values per statement)."""
-        width = len(columns)
-        per = max(1, min(ROWS_PER_STATEMENT, tx.connection.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER) // width))
+        when the build of SQLite allows fewer bound values per statement), the rest in
+        statements of powers of two rows (37 rows: 32, 4 and 1)."""
+        columns = tuple(columns)
+        getlimit = getattr(tx.connection, "getlimit", None)  # the standard library's driver has it
+        limit = getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER) if getlimit is not None else 999
+        per = max(1, min(ROWS_PER_STATEMENT, limit // len(columns)))
         whole = len(rows) - len(rows) % per
         if whole:
-            tx.executemany(values_insert(table, tuple(columns), per),
+            tx.executemany(values_insert(table, columns, per),
                            (tuple(chain.from_iterable(rows[start:start + per])) for start in range(0, whole, per)))
-        if whole < len(rows):
-            tx.execute(values_insert(table, tuple(columns), len(rows) - whole), tuple(chain.from_iterable(rows[whole:])))
+        start = whole
+        while start < len(rows):
+            size = 1 << ((len(rows) - start).bit_length() - 1)
+            tx.execute(values_insert(table, columns, size), tuple(chain.from_iterable(rows[start:start + size])))
+            start += size
 
 
 @lru_cache(maxsize=256)
