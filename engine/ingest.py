@@ -91,7 +91,10 @@ def _ingest(store: EventStore, paths: Sequence[Path | str], *, format: str, seal
             paths = list(paths)  # read twice below: a caller's iterator is taken once
             if given and paths:
                 raise _native_refused(str(paths[0]))
-            return Ingested(_append_native_paths(writer, paths, pool, seal), unrecognised)
+            if not any(_is_tree(path) for path in paths):
+                return Ingested(_append_native_paths(writer, paths, pool, seal), unrecognised)
+            files, size = _native_sources(paths, unrecognised)
+            return Ingested(_append_native_files(writer, files, size, pool, seal), unrecognised)
         for path in paths:
             tree = open_tree(path)
             native = [rel for rel in tree.selected if format == "auto" and _is_native(tree, rel)]
@@ -174,6 +177,39 @@ def _file_lines(path: Path | str) -> Iterator[bytes]:
     except OSError as exc:
         raise InputError(str(path), None, None, f"cannot read: {exc.strerror or exc}") from exc
     yield from bounded_lines(handle, str(path))
+
+
+def _is_tree(path: Path | str) -> bool:
+    """A directory or an archive: what ``--format native`` reads file by file, like any format."""
+    from procgrade.engine.importers.source_tree import ARCHIVE_SUFFIXES
+
+    return Path(path).is_dir() or str(path).lower().endswith(ARCHIVE_SUFFIXES)
+
+
+def _native_sources(paths: list[Path | str], unrecognised: list[str]) -> tuple[list[tuple[str, Iterable[bytes]]], int]:
+    """``--format native``'s files, in order, and their bytes on disk: a file named is read as
+    native whatever it holds (its errors name its lines); in a directory or an archive, the files
+    whose first record is a procgrade event, the others added to ``unrecognised`` (as a named
+    importer's format does). A directory or archive holding no native file is an input error."""
+    from procgrade.engine.importers.source_tree import open_tree
+
+    files: list[tuple[str, Iterable[bytes]]] = []
+    size = 0
+    for path in paths:
+        if not _is_tree(path):
+            files.append((str(path), _file_lines(path)))
+            size += _file_size(path)
+            continue
+        tree = open_tree(path)
+        native = [rel for rel in tree.selected if _is_native(tree, rel)]
+        if not native:
+            raise InputError(tree.label_root, None, None, "nothing here is in the native format "
+                             "(JSONL whose first record has run_id, seq, kind and event_id)")
+        chosen = set(native)
+        unrecognised.extend(tree.label(rel) for rel in tree.selected if rel not in chosen)
+        files.extend((tree.label(rel), tree.iter_lines(rel)) for rel in native)
+        size += sum(_file_size(where) for where in map(tree.disk_path, native) if where is not None)
+    return files, size
 
 
 def _is_native(tree: object, rel: str) -> bool:

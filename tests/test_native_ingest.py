@@ -314,6 +314,48 @@ def test_ingest_with_seal(store: EventStore, tmp_path: Path) -> None:
     assert ingest_native(store, [path])[0].result.no_op
 
 
+@pytest.mark.parametrize("packed", [False, True], ids=["directory", "archive"])
+def test_format_native_reads_a_directory_or_archive_file_by_file(store: EventStore, tmp_path: Path,
+                                                                 packed: bool) -> None:
+    """``--format native DIR`` reads every native JSONL file under DIR (or in an archive), as
+    ``--format auto`` and the named importers do; other files are listed as skipped, not read as
+    native (a file named outright still is: its errors name its lines)."""
+    import tarfile
+
+    from procgrade.engine.ingest import ingest_paths
+
+    folder = tmp_path / "runs"
+    (folder / "nested").mkdir(parents=True)
+    write_jsonl(folder / "b.jsonl", small_run("run-b"))
+    write_jsonl(folder / "nested" / "a.jsonl", small_run("run-a"))
+    (folder / "notes.txt").write_text("not a log\n")
+    given = folder
+    if packed:
+        given = tmp_path / "runs.tar.gz"
+        with tarfile.open(given, "w:gz") as archive:
+            archive.add(folder, arcname="runs")
+    done = ingest_paths(store, [given], format="native")
+    assert [report.run_id for report in done.reports] == ["run-b", "run-a"]  # file order: b.jsonl, nested/a.jsonl
+    assert all(report.format == "native" for report in done.reports)
+    assert len(done.unrecognised) == 1 and done.unrecognised[0].endswith("notes.txt")
+    for run_id in ("run-a", "run-b"):
+        assert store.run(run_id).head_hash == reference_head(small_run(run_id))
+
+
+def test_format_native_on_a_directory_without_native_files_writes_nothing(store: EventStore,
+                                                                         tmp_path: Path) -> None:
+    from procgrade.engine.ingest import ingest_paths
+
+    good = write_jsonl(tmp_path / "good.jsonl", small_run())
+    folder = tmp_path / "other"
+    folder.mkdir()
+    (folder / "trajectory.json").write_text('{"steps": []}\n')
+    with pytest.raises(InputError) as info:
+        ingest_paths(store, [good, folder], format="native")
+    assert str(info.value).startswith(f"{folder}: -: nothing here is in the native format")
+    assert store.runs() == []
+
+
 def test_read_native_groups_runs_in_order_of_first_appearance(tmp_path: Path) -> None:
     a, b = small_run("run-a"), small_run("run-b")
     interleaved = [x for pair in zip(b, a) for x in pair]
