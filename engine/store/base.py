@@ -16,6 +16,7 @@ Append protocol (one transaction per run):
 from __future__ import annotations
 
 import contextlib
+from functools import lru_cache
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
@@ -281,8 +282,7 @@ class EventStore:
     def _insert_many(self, tx: Any, table: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
         """Insert ``rows`` (values in ``columns`` order) into ``table``: one statement per row
         here; a database with a cheaper bulk form overrides it."""
-        tx.executemany(f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join([self.param] * len(columns))})",
-                       rows)
+        tx.executemany(self._sql(values_insert(table, tuple(columns), 1)), rows)
 
     def _lock_run(self, tx: Any, run_id: str, create: bool = True) -> RunInfo:
         raise NotImplementedError
@@ -458,3 +458,11 @@ def _provenance(first: list[Any]) -> dict[str, Any]:
         **({"source_format": imported["format"], "redactions": imported["redactions"],
             "unparsed": imported["unparsed"]} if imported is not None else {}),
     }
+
+
+@lru_cache(maxsize=256)
+def values_insert(table: str, columns: tuple[str, ...], rows: int) -> str:
+    """``INSERT INTO table (columns) VALUES (?, ...), ...`` for ``rows`` rows (``?`` placeholders:
+    :meth:`EventStore._sql` gives them the database's style)."""
+    one = f"({', '.join('?' * len(columns))})"
+    return f"INSERT INTO {table} ({', '.join(columns)}) VALUES {', '.join([one] * rows)}"

@@ -5,7 +5,6 @@ from __future__ import annotations
 import sqlite3
 import sys
 from collections.abc import Sequence
-from functools import lru_cache
 from itertools import chain
 from typing import Any
 
@@ -13,7 +12,7 @@ from sqlalchemy import Engine, create_engine, event
 
 from procgrade.engine.errors import UnknownRunError
 from procgrade.engine.store.database_errors import install as install_error_translation
-from procgrade.engine.store.base import EventStore, RunInfo
+from procgrade.engine.store.base import EventStore, RunInfo, values_insert
 from procgrade.engine.stored import STORED_COLUMNS
 
 #: Rows one INSERT statement writes. Each execution of a statement on a table with a trigger
@@ -110,9 +109,3 @@ class SQLiteEventStore(EventStore):
             tx.execute(values_insert(table, columns, size), tuple(chain.from_iterable(rows[start:start + size])))
             start += size
 
-
-@lru_cache(maxsize=256)
-def values_insert(table: str, columns: tuple[str, ...], rows: int) -> str:
-    """``INSERT INTO table (columns) VALUES (?, ...), ...`` for ``rows`` rows."""
-    one = f"({', '.join('?' * len(columns))})"
-    return f"INSERT INTO {table} ({', '.join(columns)}) VALUES {', '.join([one] * rows)}"
