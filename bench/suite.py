@@ -40,7 +40,7 @@ def benches(quick: bool, pg: str | None, work: Path) -> list[tuple[str, list[str
                                 "--large", f"{100 // scale}x3500"]),
         ("canonical", ["canonical.py", "--payloads", str(20_000 // scale)]),
         ("imports", ["imports.py", "--copies", str(40 // scale)]),
-        ("inspect_score", ["inspect_score.py", "--samples", str(500 // scale), "--rounds", "2"]),
+        ("inspect_score", ["inspect_score.py", "--samples", str(500 // scale), "--rounds", "2" if quick else "3"]),
         ("accept", ["accept.py", "-n", str(max(2, 5 // scale)), "--backend", "local"]),
         ("huge_run", ["huge_run.py", "--events", str(200_000 // scale)]),
         ("report", ["report.py", "--repeats", "1" if quick else "3"]),
