@@ -91,8 +91,6 @@ def _ingest(store: EventStore, paths: Sequence[Path | str], *, format: str, seal
             paths = list(paths)  # read twice below: a caller's iterator is taken once
             if given and paths:
                 raise _native_refused(str(paths[0]))
-            if not any(_is_tree(path) for path in paths):
-                return Ingested(_append_native_paths(writer, paths, pool, seal), unrecognised)
             files, size = _native_sources(paths, unrecognised)
             return Ingested(_append_native_files(writer, files, size, pool, seal), unrecognised)
         for path in paths:
