@@ -14,6 +14,7 @@ import os
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from procgrade.engine.errors import InputError, StoreError
 from procgrade.engine.importers.provenance import Overrides
@@ -21,6 +22,9 @@ from procgrade.engine.native import RunEvents, bounded_lines, iter_native_rows
 from procgrade.engine.native_workers import PreparePool
 from procgrade.engine.store import AppendResult, EventStore
 from procgrade.engine.store.base import RunWriter
+
+if TYPE_CHECKING:
+    from procgrade.engine.importers.source_tree import SourceTree
 
 __all__ = ["IngestReport", "Ingested", "Overrides", "ingest_native", "ingest_paths", "formats"]
 
@@ -88,7 +92,7 @@ def _ingest(store: EventStore, paths: Sequence[Path | str], *, format: str, seal
     unrecognised: list[str] = []
     with _no_cyclic_gc(), _prepare_pool() as pool, store.writer() as writer:
         if format == "native":
-            paths = list(paths)  # read twice below: a caller's iterator is taken once
+            paths = list(paths)  # a caller's iterator: the first path is named below if refused
             if given and paths:
                 raise _native_refused(str(paths[0]))
             files, size = _native_sources(paths, unrecognised)
@@ -98,9 +102,7 @@ def _ingest(store: EventStore, paths: Sequence[Path | str], *, format: str, seal
             native = [rel for rel in tree.selected if format == "auto" and _is_native(tree, rel)]
             if native and given:
                 raise _native_refused(tree.label(native[0]))
-            files = [(tree.label(rel), tree.iter_lines(rel)) for rel in native]
-            size = sum(_file_size(where) for where in map(tree.disk_path, native) if where is not None)
-            reports.extend(_append_native_files(writer, files, size, pool, seal))
+            reports.extend(_append_native_files(writer, *_tree_files(tree, native), pool, seal))
             plan = plan_imports(tree, format, skip=native)
             unrecognised.extend(tree.label(rel) for rel in plan.unrecognised)
             for importer, unit in plan.units:
@@ -205,9 +207,17 @@ def _native_sources(paths: list[Path | str], unrecognised: list[str]) -> tuple[l
                              "(JSONL whose first record has run_id, seq, kind and event_id)")
         chosen = set(native)
         unrecognised.extend(tree.label(rel) for rel in tree.selected if rel not in chosen)
-        files.extend((tree.label(rel), tree.iter_lines(rel)) for rel in native)
-        size += sum(_file_size(where) for where in map(tree.disk_path, native) if where is not None)
+        found, found_size = _tree_files(tree, native)
+        files.extend(found)
+        size += found_size
     return files, size
+
+
+def _tree_files(tree: SourceTree, rels: list[str]) -> tuple[list[tuple[str, Iterable[bytes]]], int]:
+    """The files ``rels`` of ``tree`` as (source, lines), and their bytes on disk (an archive's
+    members, which have no file of their own, count none)."""
+    files = [(tree.label(rel), tree.iter_lines(rel)) for rel in rels]
+    return files, sum(_file_size(where) for where in map(tree.disk_path, rels) if where is not None)
 
 
 def _is_native(tree: object, rel: str) -> bool:

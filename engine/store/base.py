@@ -16,8 +16,8 @@ Append protocol (one transaction per run):
 from __future__ import annotations
 
 import contextlib
-from functools import lru_cache
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from functools import lru_cache
 from typing import Any
 
 from sqlalchemy import Engine, select
