@@ -15,39 +15,23 @@ fast and worded the same.
 from __future__ import annotations
 
 import sqlite3
-from pathlib import Path
 from urllib.parse import quote
 
 from procgrade.engine.store.migrate import schema_head
 from procgrade.engine.store.run_info import RUN_COLUMNS, RunInfo
 
-__all__ = ["quick_runs", "sqlite_file"]
-
-
-def sqlite_file(db: str) -> Path | None:
-    """The file of a plain SQLite store URL (``sqlite:///FILE`` or a bare path), else None (any other
-    shape is left to SQLAlchemy's URL parser: drivers, query strings, escapes, memory databases)."""
-    text = db.strip()
-    if not text or any(c in text for c in "?#%"):
-        return None
-    if "://" not in text:
-        return Path(text)
-    if not text.startswith("sqlite:///"):
-        return None
-    database = text.removeprefix("sqlite:///")
-    if not database or database == ":memory:":
-        return None
-    return Path(database)
+__all__ = ["quick_runs"]
 
 
 def quick_runs(db: str) -> list[RunInfo] | None:
     """Every run of the SQLite store ``db``, sorted by run id in code-point order (as
     :meth:`procgrade.engine.store.base.EventStore.runs`), or None when the general path must answer.
     Raises what the general path raises for a missing, foldered or non-SQLite file."""
-    path = sqlite_file(db)
+    from procgrade.engine.store.location import check_sqlite_file, plain_sqlite_file
+
+    path = plain_sqlite_file(db)
     if path is None:
         return None
-    from procgrade.engine.store.location import check_sqlite_file
 
     check_sqlite_file(path, create=False)
     try:

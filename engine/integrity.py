@@ -11,11 +11,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from sqlalchemy import select
-
 from procgrade.engine.store import EventStore
-from procgrade.engine.store.schema import scores as scores_table
-from procgrade.engine.store.schema import seals as seals_table
+from procgrade.engine.store.scores import ScoreStore
 
 __all__ = ["IntegrityProblem", "integrity_problems", "seal_problems"]
 
@@ -31,14 +28,9 @@ class IntegrityProblem:
         return f"{self.run_id}: {where}{self.reason}"
 
 
-def _seals(store: EventStore) -> dict[str, tuple[int, str]]:
-    with store.engine.connect() as conn:
-        return {run_id: (count, head) for run_id, count, head in conn.execute(select(seals_table))}
-
-
 def seal_problems(store: EventStore, run_ids: Iterable[str] | None = None) -> list[IntegrityProblem]:
     """Sealed runs that lost or changed their seal, and seals that no longer match the chain."""
-    seals = _seals(store)
+    seals = store.seals()
     infos = {info.run_id: info for info in store.runs()}
     wanted = sorted(infos if run_ids is None else set(run_ids))
     problems: list[IntegrityProblem] = []
@@ -78,13 +70,7 @@ def integrity_problems(store: EventStore, run_ids: Iterable[str] | None = None) 
     wanted = None if run_ids is None else set(run_ids)
     problems = seal_problems(store, wanted)
     infos = {info.run_id: info for info in store.runs()}
-    query = select(scores_table.c.run_id, scores_table.c.ruleset_hash, scores_table.c.run_event_count,
-                   scores_table.c.run_head_hash).order_by(
-        scores_table.c.run_id, scores_table.c.ruleset_hash, scores_table.c.engine_version,
-        scores_table.c.run_head_hash)
-    with store.engine.connect() as conn:
-        rows = conn.execute(query).all()
-    for run_id, ruleset, count, head in rows:
+    for run_id, ruleset, count, head in ScoreStore(store).score_heads():
         if wanted is not None and run_id not in wanted:
             continue
         info = infos.get(run_id)

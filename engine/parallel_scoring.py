@@ -14,11 +14,9 @@ import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from operator import itemgetter
 from typing import Any
 
 import orjson
-from sqlalchemy import select
 
 from procgrade.engine.canonical import canonical_json, sha256_hex
 from procgrade.engine.errors import InputError, ProcgradeError
@@ -92,7 +90,7 @@ class _DriverSource:
 
 
 def store_source(store: EventStore) -> FactSource:
-    return FactSource("store", store.engine.url.render_as_string(hide_password=False))
+    return FactSource("store", store.url)
 
 
 # --- tasks (run in workers) --------------------------------------------------------------------
@@ -237,12 +235,8 @@ def _score_text(value: Fraction | None) -> str | None:
 
 def _store_heads(store: EventStore, run_ids: Sequence[str] | None) -> list[RunHead]:
     """Every run's head in one query (unknown runs fail before any work)."""
-    if run_ids is None:  # the three columns only, in run id code-point order as store.runs() gives them
-        from procgrade.engine.store.schema import runs as runs_table
-
-        with store.engine.connect() as conn:
-            rows = conn.execute(select(runs_table.c.run_id, runs_table.c.head_hash, runs_table.c.event_count)).all()
-        return sorted(((run_id, head or "", count) for run_id, head, count in rows), key=itemgetter(0))
+    if run_ids is None:
+        return store.run_heads()
     else:
         wanted = sorted(set(run_ids))
         held = {info.run_id: info for info in store.runs()} if len(wanted) > 50 else {}

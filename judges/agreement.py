@@ -34,16 +34,9 @@ class DimensionAgreement:
 
 
 def _grades(store: EventStore) -> list[Grade]:
-    from sqlalchemy import select
+    from procgrade.engine.stored import to_event
 
-    from procgrade.engine.store.schema import events as events_table
-    from procgrade.engine.stored import STORED_COLUMNS, to_event
-
-    columns = [events_table.c[name] for name in STORED_COLUMNS]
-    query = select(*columns).where(events_table.c.kind == "grade").order_by(events_table.c.run_id,
-                                                                            events_table.c.seq)
-    with store.engine.connect() as conn:
-        return [to_event(tuple(row)) for row in conn.execute(query)]  # type: ignore[misc]
+    return [to_event(tuple(row)) for row in store.stored_where(kinds=["grade"])]  # type: ignore[misc]
 
 
 def judge_agreement(store: EventStore, rubric: Rubric, *, with_humans: bool = True) -> list[DimensionAgreement]:

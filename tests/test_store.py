@@ -431,15 +431,16 @@ def test_sqlite_statements_fit_a_lowered_limit_of_bound_values(tmp_path: Path) -
     statements of as many rows as fit: here 3 rows of 30 values under a limit of 100."""
     import sqlite3
 
-    from sqlalchemy import event
-
     store = open_store(f"sqlite:///{tmp_path}/limited.db", create=True)
     try:
-        @event.listens_for(store.engine, "connect")
-        def _lower(dbapi_connection: Any, _record: Any) -> None:
-            dbapi_connection.setlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER, 100)
+        connect = store._raw_connection
 
-        store.engine.dispose()  # connections made from now on have the lower limit
+        def lowered() -> Any:  # every connection the store writes on has the lower limit
+            raw = connect()
+            raw.driver_connection.setlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER, 100)
+            return raw
+
+        store._raw_connection = lowered  # type: ignore[method-assign]
         calls: list[str] = []
         original = SQLiteEventStore._begin
         store._begin = lambda raw: _SpyCursor(original(store, raw), calls)  # type: ignore[method-assign]
@@ -625,3 +626,34 @@ def test_python_built_payload_with_dict_subclass_hashes_like_its_json(store: Eve
             assert ingest_native(other, [exported])[0].result.head_hash == result.head_hash
         finally:
             other.close()
+
+
+def test_filtered_reads_equal_filtering_every_stored_row(store: EventStore) -> None:
+    """stored_where, run_heads and seals: what the reports, integrity checks and re-scoring read in
+    one query each, the same rows as picking them out of every run's stored_events."""
+    names = [f"r{i:04d}" for i in range(600)]  # more than one query's 500 listed ids
+    store.append_runs([(name, models(small_run(name))) for name in names])
+    store.append("zz", models(every_kind_run("zz", 40)), seal=True)
+    every = [row for info in store.runs() for row in store.stored_events(info.run_id)]
+    kind, seq = STORED_COLUMNS.index("kind"), STORED_COLUMNS.index("seq")
+
+    def by_run(rows: Any) -> dict[str, list[tuple]]:
+        found: dict[str, list[tuple]] = {}
+        for row in rows:
+            found.setdefault(row[0], []).append(tuple(row))
+        return found
+
+    assert by_run(store.stored_where()) == by_run(every)
+    kinds = ["command", "test_run"]
+    assert by_run(store.stored_where(kinds=kinds)) == by_run(r for r in every if r[kind] in kinds)
+    picked = names[::7] + ["zz", "no-such-run"]
+    assert by_run(store.stored_where(run_ids=picked, seq_below=3)) == by_run(
+        r for r in every if r[0] in picked and r[seq] < 3)
+    ids = [r[2] for r in every][::5]
+    assert by_run(store.stored_where(event_ids=ids)) == by_run(r for r in every if r[2] in set(ids))
+    assert list(store.stored_where(kinds=[])) == [] and list(store.stored_where(run_ids=[])) == []
+    with pytest.raises(ValueError):
+        list(store.stored_where(run_ids=["a"], event_ids=["b"]))
+    infos = store.runs()
+    assert store.run_heads() == [(i.run_id, i.head_hash or "", i.event_count) for i in infos]
+    assert store.seals() == {"zz": (store.run("zz").event_count, store.run("zz").head_hash)}

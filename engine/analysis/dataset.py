@@ -23,16 +23,14 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
-from sqlalchemy import select
 
 from procgrade.engine.canonical import canonical_json, parse_json
 from procgrade.engine.events import AcceptanceVerdict, Event, Grade, RunStarted, TestResult
 from procgrade.engine.facts import verdict_outcome
 from procgrade.engine.rescoring import compute_score
 from procgrade.engine.store import EventStore
-from procgrade.engine.store.schema import events as events_table
 from procgrade.engine.store.scores import ScoreStore
-from procgrade.engine.stored import STORED_COLUMNS, to_event
+from procgrade.engine.stored import to_event
 from procgrade.engine.version import __version__ as ENGINE_VERSION
 from procgrade.rules.identity import ruleset_hash
 from procgrade.rules.model import RuleSet
@@ -263,14 +261,10 @@ def load_runs(store: EventStore, ruleset: RuleSet | None = None, run_ids: Sequen
 def _first_events(store: EventStore, run_ids: Sequence[str]) -> dict[str, Event | None]:
     """Each run's seq 0 (None for a run without events), read in one query for all of them rather than
     one per run."""
-    query = (select(*(events_table.c[name] for name in STORED_COLUMNS))
-             .where(events_table.c.seq == 0)
-             .order_by(events_table.c.run_id))
     found: dict[str, Event | None] = {run_id: None for run_id in run_ids}
-    with store.engine.connect() as conn:
-        for row in conn.execute(query):
-            if row[0] in found:
-                found[row[0]] = to_event(tuple(row))
+    for row in store.stored_where(seq_below=1):
+        if row[0] in found:
+            found[row[0]] = to_event(tuple(row))
     return found
 
 
@@ -298,16 +292,10 @@ def _described(start: RunStarted) -> dict[str, Any]:
 
 def _outcome_events(store: EventStore, run_ids: Iterable[str]) -> dict[str, list[Event]]:
     wanted = set(run_ids)
-    query = (
-        select(*(events_table.c[name] for name in STORED_COLUMNS))
-        .where(events_table.c.kind.in_(_ANALYSED_KINDS))
-        .order_by(events_table.c.run_id, events_table.c.seq)
-    )
     found: dict[str, list[Event]] = {}
-    with store.engine.connect() as conn:
-        for row in conn.execute(query):
-            if row[0] in wanted:
-                found.setdefault(row[0], []).append(to_event(tuple(row)))
+    for row in store.stored_where(kinds=list(_ANALYSED_KINDS)):
+        if row[0] in wanted:
+            found.setdefault(row[0], []).append(to_event(tuple(row)))
     return found
 
 

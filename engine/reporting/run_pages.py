@@ -146,27 +146,13 @@ def run_infos(store: EventStore) -> dict[str, Any]:
 
 def first_events(store: EventStore, run_ids: Sequence[str]) -> dict[str, list[Any]]:
     """The first :data:`TIMELINE_CAP` events of each of ``run_ids`` (stored stream ids), in seq order, read
-    in one query per :data:`_BATCH` runs rather than one per run (for :func:`run_page`'s ``timelines``)."""
-    from sqlalchemy import select
-
-    from procgrade.engine.store.schema import events as events_table
-    from procgrade.engine.stored import STORED_COLUMNS, to_event
+    in one query per 500 runs rather than one per run (for :func:`run_page`'s ``timelines``)."""
+    from procgrade.engine.stored import to_event
 
     found: dict[str, list[Any]] = {run_id: [] for run_id in run_ids}
-    ordered = sorted(found)
-    with store.engine.connect() as conn:
-        for start in range(0, len(ordered), _BATCH):
-            query = (select(*(events_table.c[name] for name in STORED_COLUMNS))
-                     .where(events_table.c.run_id.in_(ordered[start:start + _BATCH])
-                            & (events_table.c.seq < TIMELINE_CAP))
-                     .order_by(events_table.c.run_id, events_table.c.seq))
-            for row in conn.execute(query):
-                found[row[0]].append(to_event(tuple(row)))
+    for row in store.stored_where(run_ids=sorted(found), seq_below=TIMELINE_CAP):
+        found[row[0]].append(to_event(tuple(row)))
     return found
-
-
-#: Runs whose first events :func:`first_events` reads in one query.
-_BATCH = 200
 
 
 def stored_stream_of(run_id: str, infos: dict[str, Any]) -> str | None:

@@ -16,8 +16,6 @@ from procgrade.engine.settings import DEFAULT_DB
 from procgrade.engine.store.location import connection_problem, resolve_url
 
 if TYPE_CHECKING:
-    from sqlalchemy import Engine
-
     from procgrade.engine.store.base import EventStore
     from procgrade.engine.store.run_info import AppendResult, RunInfo
 
@@ -53,36 +51,39 @@ def normalize_url(url: str, *, create: bool = True) -> str:
     return resolve_url(url, create=create)
 
 
-def _store_class(url: str) -> tuple[type[EventStore], Callable[[str], Engine]]:
-    from sqlalchemy.engine import make_url
+def _store_class(url: str) -> type[EventStore]:
+    from procgrade.engine.store.location import plain_sqlite_file
 
-    dialect = make_url(url).get_backend_name()
+    if plain_sqlite_file(url) is not None:
+        dialect = "sqlite"
+    else:
+        from sqlalchemy.engine import make_url
+
+        dialect = make_url(url).get_backend_name()
     if dialect == "sqlite":
-        from procgrade.engine.store.sqlite import SQLiteEventStore, sqlite_engine
+        from procgrade.engine.store.sqlite import SQLiteEventStore
 
-        return SQLiteEventStore, sqlite_engine
+        return SQLiteEventStore
     if dialect == "postgresql":
-        from procgrade.engine.store.postgres import PostgresEventStore, postgres_engine
+        from procgrade.engine.store.postgres import PostgresEventStore
 
-        return PostgresEventStore, postgres_engine
+        return PostgresEventStore
     raise ValueError(f"unsupported database {dialect!r}: use sqlite:///FILE or postgresql://...")
 
 
 def init_database(url: str) -> tuple[str, str]:
     """Create or migrate the schema at ``url``; return (revision, the URL without password)."""
-    from sqlalchemy.engine import make_url
-
-    from procgrade.engine.store.migrate import current_revision, upgrade
+    from procgrade.engine.store.location import shown
+    from procgrade.engine.store.migrate import upgrade
 
     url = normalize_url(url, create=True)
-    _, make_engine = _store_class(url)
-    engine = make_engine(url)
+    store = _store_class(url)(url)
     try:
-        _first_contact(url, lambda: current_revision(engine))
-        revision = upgrade(engine)
+        revision = _first_contact(url, store.schema_revision)
+        revision = store.create_schema() if revision is None else upgrade(store.engine)
     finally:
-        engine.dispose()
-    return revision, make_url(url).render_as_string(hide_password=True)
+        store.close()
+    return revision, shown(url)
 
 
 def open_store(url: str, *, create: bool = False) -> EventStore:
@@ -92,16 +93,16 @@ def open_store(url: str, *, create: bool = False) -> EventStore:
     older procgrade schema is never migrated implicitly: ``procgrade init`` does that). Without it a
     SQLite file that does not exist is an error, never created.
     """
-    from procgrade.engine.store.migrate import check_ready, current_revision, upgrade
+    from procgrade.engine.store.migrate import check_revision
 
     url = normalize_url(url, create=create)
-    store_class, make_engine = _store_class(url)
-    store = store_class(make_engine(url))
+    store = _store_class(url)(url)
     try:
-        revision = _first_contact(url, lambda: current_revision(store.engine))
+        revision = _first_contact(url, store.schema_revision)
         if create and revision is None:
-            upgrade(store.engine)
-        check_ready(store.engine)
+            store.create_schema()
+            revision = store.schema_revision()
+        check_revision(revision)
     except BaseException:
         store.close()
         raise
@@ -109,20 +110,32 @@ def open_store(url: str, *, create: bool = False) -> EventStore:
 
 
 def _first_contact(url: str, probe: Callable[[], str | None]) -> str | None:
-    """Run the first query on a new engine; a driver's failure to connect becomes one
+    """Run the first query on a new store; a driver's failure to connect becomes one
     :class:`DatabaseUnavailableError` saying what is wrong and what to do."""
-    from sqlalchemy.exc import DBAPIError
-
     try:
         return probe()
-    except DBAPIError as exc:
-        raise connection_problem(url, exc) from exc
     except StoreError as exc:
         # the engine's driver-error translation (database_errors) got there first: say it as a
         # first contact does, from the driver's own error
         if exc.__cause__ is None or isinstance(exc, DatabaseUnavailableError):
             raise
         raise connection_problem(url, exc.__cause__) from exc.__cause__
+    except Exception as exc:
+        if not _is_driver_error(exc):
+            raise
+        raise connection_problem(url, exc) from exc
+
+
+def _is_driver_error(exc: BaseException) -> bool:
+    """A driver's error, raw (``sqlite3``'s, from a store's own connections) or wrapped by SQLAlchemy
+    (checked only when SQLAlchemy is loaded: otherwise it raised nothing)."""
+    import sqlite3
+    import sys
+
+    if isinstance(exc, sqlite3.Error):
+        return True
+    sqlalchemy_errors = sys.modules.get("sqlalchemy.exc")
+    return sqlalchemy_errors is not None and isinstance(exc, sqlalchemy_errors.DBAPIError)
 
 
 @contextmanager

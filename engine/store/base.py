@@ -18,9 +18,8 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from functools import lru_cache
-from typing import Any
-
-from sqlalchemy import Engine, select
+from operator import itemgetter
+from typing import TYPE_CHECKING, Any
 
 from procgrade.engine.chain import GENESIS
 from procgrade.engine.errors import (
@@ -32,24 +31,63 @@ from procgrade.engine.errors import (
 )
 from procgrade.engine.events import Event
 from procgrade.engine.store.run_info import RUN_COLUMNS, AppendResult, RunInfo
-from procgrade.engine.store.schema import events as events_table
-from procgrade.engine.store.schema import runs as runs_table
 from procgrade.engine.stages import StageConflict, StageTracker, tracker_after
 from procgrade.engine.canonical import parse_json
 from procgrade.engine.stored import FACTS, IN_STAGE, STORED_COLUMNS, chain_hashes, prepare_row, to_event
 
+if TYPE_CHECKING:
+    from sqlalchemy import Engine
+
 __all__ = ["EventStore", "RunInfo", "AppendResult"]
 
 class EventStore:
-    """Append-only store of run event logs over one SQLAlchemy engine."""
+    """Append-only store of run event logs in one database.
+
+    Every query of the store is plain SQL on a driver connection (``?`` placeholders, see
+    :meth:`_sql`). The connections come from a SQLAlchemy engine, or, for a SQLite file, straight
+    from ``sqlite3`` (:meth:`_direct_connections`), so a command that only reads and scores
+    never imports SQLAlchemy. :attr:`engine` is built on first use, for callers that speak
+    SQLAlchemy (migrations, the SQL rule backend, set queries of reports)."""
 
     dialect: str = ""
     param: str = "?"
     #: The driver's exceptions for a unique-key violation on insert.
     integrity_errors: tuple[type[BaseException], ...] = ()
 
-    def __init__(self, engine: Engine) -> None:
-        self.engine = engine
+    def __init__(self, url: str) -> None:
+        #: The database's URL as :func:`procgrade.engine.store.normalize_url` gives it (with any password).
+        self.url = url
+        self._engine: Engine | None = None
+        self._direct = self._direct_connections(url)
+
+    @property
+    def engine(self) -> Engine:
+        """SQLAlchemy's engine for this database, made on first use."""
+        if self._engine is None:
+            self._engine = self._make_engine(self.url)
+        return self._engine
+
+    def _make_engine(self, url: str) -> Engine:
+        raise NotImplementedError
+
+    def _direct_connections(self, url: str) -> Any:
+        """A source of driver connections that needs no SQLAlchemy (``raw_connection()``,
+        ``dispose()``), or None: the engine's pool then serves the store's own queries too."""
+        return None
+
+    def _raw_connection(self) -> Any:
+        """A driver connection (SQLAlchemy's pooled proxy or its like): failing to get one raises
+        :func:`procgrade.engine.store.database_errors.translate`'s one-line error."""
+        from procgrade.engine.store.database_errors import translate
+
+        source = self._direct if self._direct is not None else self.engine
+        try:
+            return source.raw_connection()
+        except Exception as exc:
+            translated = translate(exc)
+            if translated is None:
+                raise
+            raise translated from exc
 
     # --- writing -------------------------------------------------------------------------------
 
@@ -194,49 +232,106 @@ class EventStore:
 
     # --- reading -------------------------------------------------------------------------------
 
+    def create_schema(self) -> str:
+        """Give a database without procgrade's schema the head schema (Alembic migrates it from
+        nothing); return the revision it is now at."""
+        from procgrade.engine.store.migrate import upgrade
+
+        return upgrade(self.engine)
+
+    def schema_revision(self) -> str | None:
+        """The schema revision recorded in the database (None when it has none)."""
+        from procgrade.engine.store.migrate import current_revision
+
+        return current_revision(self.engine)
+
     def runs(self) -> list[RunInfo]:
         """Every run, sorted by run id in code-point order (never the database's collation, which
         differs between SQLite and PostgreSQL locales)."""
-        with self.engine.connect() as conn:
-            rows = conn.execute(select(runs_table)).all()
+        with self._reading() as cursor:
+            cursor.execute(f"SELECT {', '.join(RUN_COLUMNS)} FROM runs")
+            rows = cursor.fetchall()
         return sorted((RunInfo(*row) for row in rows), key=lambda info: info.run_id)
 
+    def run_heads(self) -> list[tuple[str, str, int]]:
+        """(run id, head hash or "", event count) of every run, in run id code-point order as
+        :meth:`runs` gives them: the three columns re-scoring needs, without the rest."""
+        with self._reading() as cursor:
+            cursor.execute("SELECT run_id, head_hash, event_count FROM runs")
+            rows = cursor.fetchall()
+        return sorted(((run_id, head or "", count) for run_id, head, count in rows), key=itemgetter(0))
+
+    def seals(self) -> dict[str, tuple[int, str]]:
+        """Run id to (event count, head hash) as the ``seals`` table recorded each run's sealing
+        (once, by a trigger): what :mod:`procgrade.engine.integrity` holds the runs' columns against."""
+        with self._reading() as cursor:
+            cursor.execute("SELECT run_id, event_count, head_hash FROM seals")
+            return {run_id: (count, head) for run_id, count, head in cursor.fetchall()}
+
     def run(self, run_id: str) -> RunInfo:
-        with self.engine.connect() as conn:
-            row = conn.execute(select(runs_table).where(runs_table.c.run_id == run_id)).first()
-        if row is None:
+        with self._reading() as cursor:
+            info = self._select_run(cursor, run_id)
+        if info is None:
             raise UnknownRunError(f"no run {run_id!r} in the store")
-        return RunInfo(*row)
+        return info
 
     def stored_events(self, run_id: str, batch: int = 10_000) -> Iterator[tuple[Any, ...]]:
         """Raw rows of ``run_id`` in seq order (columns as :data:`STORED_COLUMNS`)."""
-        query = (
-            select(*(events_table.c[name] for name in STORED_COLUMNS))
-            .where(events_table.c.run_id == run_id)
-            .order_by(events_table.c.seq)
-        )
-        with self.engine.connect() as conn:
-            result = conn.execution_options(yield_per=batch).execute(query)
-            for row in result:
-                yield tuple(row)
+        with self._reading("procgrade_stored_events") as cursor:
+            cursor.execute(self._sql(f"SELECT {', '.join(STORED_COLUMNS)} FROM events WHERE run_id = ? ORDER BY seq"),
+                           (run_id,))
+            while rows := cursor.fetchmany(batch):
+                yield from rows
+
+    def stored_where(self, *, run_ids: Sequence[str] | None = None, kinds: Sequence[str] | None = None,
+                     seq_below: int | None = None, event_ids: Sequence[str] | None = None,
+                     batch: int = 10_000) -> Iterator[tuple[Any, ...]]:
+        """Raw rows (columns as :data:`STORED_COLUMNS`) of every stored event that matches all the
+        filters given: any of ``run_ids`` or any of ``event_ids`` (one of the two), any of ``kinds``,
+        ``seq < seq_below``. One query for all runs, or one per 500 listed ids, rather than one per
+        run; each run's rows come in seq order, the runs of a query in the database's order of run ids."""
+        if run_ids is not None and event_ids is not None:
+            raise ValueError("stored_where: give run_ids or event_ids, not both")
+        conditions: list[str] = []
+        params: list[Any] = []
+        if kinds is not None:
+            if not kinds:
+                return
+            conditions.append(f"kind IN ({', '.join('?' * len(kinds))})")
+            params.extend(kinds)
+        if seq_below is not None:
+            conditions.append("seq < ?")
+            params.append(seq_below)
+        column, listed = ("run_id", run_ids) if run_ids is not None else ("event_id", event_ids)
+        parts: list[list[str] | None] = [None] if listed is None else [
+            list(listed[start:start + 500]) for start in range(0, len(listed), 500)]
+        for part in parts:
+            where, values = list(conditions), list(params)
+            if part is not None:
+                where.append(f"{column} IN ({', '.join('?' * len(part))})")
+                values.extend(part)
+            sql = f"SELECT {', '.join(STORED_COLUMNS)} FROM events"
+            if where:
+                sql += " WHERE " + " AND ".join(where)
+            with self._reading("procgrade_stored_where") as cursor:
+                cursor.execute(self._sql(sql + " ORDER BY run_id, seq"), values)
+                while rows := cursor.fetchmany(batch):
+                    yield from rows
 
     def events_between(self, run_id: str, low: int, high: int) -> Iterator[Event]:
         """The run's events with ``low <= seq <= high``, in seq order (a window of a huge run)."""
-        query = (
-            select(*(events_table.c[name] for name in STORED_COLUMNS))
-            .where((events_table.c.run_id == run_id) & (events_table.c.seq >= low) & (events_table.c.seq <= high))
-            .order_by(events_table.c.seq)
-        )
-        with self.engine.connect() as conn:
-            rows = conn.execute(query).all()
+        with self._reading() as cursor:
+            cursor.execute(self._sql(f"SELECT {', '.join(STORED_COLUMNS)} FROM events "
+                                     "WHERE run_id = ? AND seq >= ? AND seq <= ? ORDER BY seq"), (run_id, low, high))
+            rows = cursor.fetchall()
         for row in rows:
             yield to_event(tuple(row))
 
     def hash_at(self, run_id: str, seq: int) -> str | None:
         """The chain hash stored at ``seq`` of the run (None when there is no such event)."""
-        query = select(events_table.c.hash).where((events_table.c.run_id == run_id) & (events_table.c.seq == seq))
-        with self.engine.connect() as conn:
-            row = conn.execute(query).first()
+        with self._reading() as cursor:
+            cursor.execute(self._sql("SELECT hash FROM events WHERE run_id = ? AND seq = ?"), (run_id, seq))
+            row = cursor.fetchone()
         return None if row is None else row[0]
 
     def events(self, run_id: str) -> Iterator[Event]:
@@ -245,9 +340,35 @@ class EventStore:
             yield to_event(row)
 
     def close(self) -> None:
-        self.engine.dispose()
+        if self._direct is not None:
+            self._direct.dispose()
+        if self._engine is not None:
+            self._engine.dispose()
 
     # --- what each database supplies -------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def _reading(self, name: str | None = None) -> Iterator[Any]:
+        """A driver cursor on a connection of its own, closed with it; database errors come out as
+        procgrade's. With a ``name``, PostgreSQL's cursor is a server-side one, so a client holding a
+        stream of rows holds one batch, never the run or the runs."""
+        from procgrade.engine.store.database_errors import translate
+
+        raw = self._raw_connection()
+        try:
+            cursor = (raw.driver_connection.cursor(name=name) if name and self.dialect == "postgresql"
+                      else raw.driver_connection.cursor())
+            try:
+                yield cursor
+            except Exception as exc:
+                translated = translate(exc)
+                if translated is None:
+                    raise
+                raise translated from exc
+            finally:
+                cursor.close()
+        finally:
+            raw.close()
 
     @contextlib.contextmanager
     def _write_transaction(self) -> Iterator[Any]:
@@ -256,7 +377,7 @@ class EventStore:
         deadlock; driver errors leave as one-line :class:`StoreError`s."""
         from procgrade.engine.store.database_errors import translate
 
-        raw = self.engine.raw_connection()
+        raw = self._raw_connection()
         try:
             try:
                 cursor = self._begin(raw)

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import re
 import sqlite3
-from typing import Any
-
-from sqlalchemy import Engine, event
+from typing import TYPE_CHECKING, Any
 
 from procgrade.engine.errors import SchemaNotReadyError, StoreError
+
+if TYPE_CHECKING:
+    from sqlalchemy import Engine
 
 __all__ = ["translate", "install", "is_busy"]
 
@@ -69,6 +70,7 @@ def translate(exc: BaseException) -> StoreError | None:
 
 def install(engine: Engine) -> Engine:
     """Make every statement run through ``engine`` raise :func:`translate`'s error instead of the driver's."""
+    from sqlalchemy import event
 
     @event.listens_for(engine, "handle_error")
     def _handle(context: Any) -> None:

@@ -10,6 +10,7 @@ not a SQLite file) into one :class:`DatabaseUnavailableError`.
 from __future__ import annotations
 
 import importlib.util
+import string
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -18,14 +19,53 @@ from procgrade.engine.errors import DatabaseUnavailableError, MissingExtraError,
 if TYPE_CHECKING:
     from sqlalchemy.engine import URL
 
-__all__ = ["resolve_url", "connection_problem", "shown", "sqlite_path", "check_sqlite_file"]
+__all__ = ["resolve_url", "connection_problem", "shown", "sqlite_path", "check_sqlite_file", "plain_sqlite_file",
+           "plain_sqlite_url"]
 
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 _SUPPORTED = "use sqlite:///FILE, a SQLite file path, or postgresql://USER@HOST:PORT/DATABASE"
 
 
+#: Characters a file name may hold for its ``sqlite:///`` URL to be the name itself: SQLAlchemy
+#: percent-escapes others (``@``, ``:``, ``;``, non-ASCII) when it renders the URL, and the URL is
+#: what workers and messages use, so such names take SQLAlchemy's path and get its rendering.
+_PLAIN = frozenset(string.ascii_letters + string.digits + "/._-+~ ")
+
+
+def plain_sqlite_file(url: str) -> Path | None:
+    """The file of a plain SQLite store URL (``sqlite:///FILE`` or a bare path), else None: any other
+    shape (drivers, query strings, escapes, memory databases) is left to SQLAlchemy's URL parser."""
+    text = url.strip()
+    if not text or any(c in text for c in "?#%"):
+        return None
+    if "://" not in text:
+        return Path(text)
+    if not text.startswith("sqlite:///"):
+        return None
+    database = text.removeprefix("sqlite:///")
+    if not database or database == ":memory:":
+        return None
+    return Path(database)
+
+
+def plain_sqlite_url(url: str) -> str | None:
+    """The URL :func:`resolve_url` gives a plain SQLite store, worked out without importing
+    SQLAlchemy (``sqlite:///`` and the path as its parser keeps it), or None when only SQLAlchemy
+    can say (see :data:`_PLAIN`)."""
+    path = plain_sqlite_file(url)
+    if path is None:
+        return None
+    text = url.strip()
+    database = str(path) if "://" not in text else text.removeprefix("sqlite:///")
+    if not set(database) <= _PLAIN:
+        return None
+    return f"sqlite:///{database}"
+
+
 def shown(url: str | URL) -> str:
     """The URL as it may be printed (no password)."""
+    if isinstance(url, str) and plain_sqlite_url(url) == url:
+        return url
     from sqlalchemy.engine import make_url
     from sqlalchemy.exc import ArgumentError
 
@@ -50,6 +90,12 @@ def resolve_url(url: str, *, create: bool = False) -> str:
     unsupported database, a SQLite path that is a folder, lies in a missing folder, is not a SQLite
     file, or does not exist when ``create`` is false (read-only use never creates a file), and
     :class:`MissingExtraError` when PostgreSQL's driver is not installed."""
+    plain = plain_sqlite_url(url)
+    if plain is not None:  # the common case, answered without importing SQLAlchemy
+        path = plain_sqlite_file(url)
+        assert path is not None
+        check_sqlite_file(path, create=create)
+        return plain
     from sqlalchemy.engine import URL, make_url
     from sqlalchemy.exc import ArgumentError
 

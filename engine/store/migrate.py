@@ -20,7 +20,8 @@ if TYPE_CHECKING:
     from alembic.config import Config
     from sqlalchemy import Engine
 
-__all__ = ["alembic_config", "alembic_head_revision", "check_ready", "current_revision", "head_revision",
+__all__ = ["alembic_config", "alembic_head_revision", "check_ready", "check_revision", "current_revision",
+           "head_revision",
            "schema_head", "upgrade"]
 
 #: Alembic's version table (its default name and schema, as migrations/env.py leaves them).
@@ -93,7 +94,13 @@ def current_revision(engine: Engine) -> str | None:
 
 def check_ready(engine: Engine) -> None:
     """Raise :class:`SchemaNotReadyError` unless the database is at the head revision."""
-    current, head = current_revision(engine), head_revision()
+    check_revision(current_revision(engine))
+
+
+def check_revision(current: str | None) -> None:
+    """Raise :class:`SchemaNotReadyError` unless ``current`` (a database's revision, None for none)
+    is the head revision."""
+    head = head_revision()
     if current is None:
         raise SchemaNotReadyError("the database has no procgrade schema: run `procgrade init`")
     if current != head:

@@ -44,6 +44,9 @@ class PostgresEventStore(EventStore):
     dialect = "postgresql"
     param = "%s"
 
+    def _make_engine(self, url: str) -> Engine:
+        return postgres_engine(url)
+
     def _begin(self, raw: Any) -> Any:
         cursor = raw.driver_connection.cursor()  # psycopg opens the transaction on first statement
         cursor.execute("SELECT pg_advisory_xact_lock(%s)", (WRITER_LOCK,))

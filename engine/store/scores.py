@@ -9,19 +9,14 @@ new row and never replaces an old one.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
 from dataclasses import dataclass
 from itertools import chain, groupby, islice
 from operator import attrgetter, itemgetter
 from typing import Any
 
-from sqlalchemy import select
-
 from procgrade.engine.errors import ScoreDriftError, UnknownRunError
 from procgrade.engine.facts import FACT_COLUMNS
 from procgrade.engine.store.base import EventStore
-from procgrade.engine.store.schema import rulesets as rulesets_table
-from procgrade.engine.store.schema import scores as scores_table
 
 __all__ = ["StoredScore", "ScoreStore", "FACT_ROW_COLUMNS"]
 
@@ -52,7 +47,6 @@ class ScoreStore:
 
     def __init__(self, store: EventStore) -> None:
         self.store = store
-        self.engine = store.engine
 
     def fact_batches(self, run_id: str, *, upto: int | None = None,
                      batch: int = 20_000) -> Iterator[list[tuple[Any, ...]]]:
@@ -64,7 +58,7 @@ class ScoreStore:
         if upto is not None:
             query += f" AND seq < {param}"
             params += (upto,)
-        with self._cursor("procgrade_fact_rows") as cursor:
+        with self.store._reading("procgrade_fact_rows") as cursor:
             cursor.execute(query + " ORDER BY seq", params)
             while True:
                 rows = cursor.fetchmany(batch)
@@ -89,35 +83,12 @@ class ScoreStore:
             part = ids[start:start + per_query]
             query = (f"SELECT {columns} FROM events WHERE run_id IN ({', '.join([param] * len(part))}) "
                      "ORDER BY run_id, seq")
-            with self._cursor("procgrade_facts_of_runs") as cursor:
+            with self.store._reading("procgrade_facts_of_runs") as cursor:
                 cursor.execute(query, part)
                 stream = chain.from_iterable(iter(lambda: cursor.fetchmany(batch), []))
                 for run_id, rows in groupby(stream, key=itemgetter(-1)):
                     limit = upto[run_id]
                     yield run_id, (rows if limit is None else islice(rows, limit))
-
-    @contextmanager
-    def _cursor(self, name: str) -> Iterator[Any]:
-        """A driver cursor on a connection of its own, closed with it; database errors come out as
-        procgrade's. PostgreSQL: a server-side (named) cursor, so a client holds one batch, never
-        the run or the runs."""
-        from procgrade.engine.store.database_errors import translate
-
-        raw = self.engine.raw_connection()
-        try:
-            cursor = (raw.driver_connection.cursor(name=name)
-                      if self.store.dialect == "postgresql" else raw.driver_connection.cursor())
-            try:
-                yield cursor
-            except Exception as exc:
-                translated = translate(exc)
-                if translated is None:
-                    raise
-                raise translated from exc
-            finally:
-                cursor.close()
-        finally:
-            raw.close()
 
     def fact_rows(self, run_id: str, *, upto: int | None = None) -> Iterator[tuple[Any, ...]]:
         """The run's typed fact rows in seq order, one by one."""
@@ -133,10 +104,9 @@ class ScoreStore:
             tx.execute(sql, (ruleset_hash, name, version, body, ruleset_hash))
 
     def ruleset_body(self, ruleset_hash: str) -> str:
-        with self.engine.connect() as conn:
-            row = conn.execute(
-                select(rulesets_table.c.body).where(rulesets_table.c.ruleset_hash == ruleset_hash)
-            ).first()
+        with self.store._reading() as cursor:
+            cursor.execute(self.store._sql("SELECT body FROM rulesets WHERE ruleset_hash = ?"), (ruleset_hash,))
+            row = cursor.fetchone()
         if row is None:
             raise UnknownRunError(f"no rule set {ruleset_hash[:16]} is stored")
         return row[0]
@@ -202,11 +172,18 @@ class ScoreStore:
                 self.store._insert_many(tx, "scores", _SCORE_COLUMNS, new_rows)
         return written
 
+    def score_heads(self) -> list[tuple[str, str, int, str]]:
+        """(run id, rule-set hash, events covered, run head hash) of every stored score, ordered by
+        the scores' key in the database's collation: what a score says of the log, without its document."""
+        with self.store._reading() as cursor:
+            cursor.execute("SELECT run_id, ruleset_hash, run_event_count, run_head_hash FROM scores "
+                           "ORDER BY run_id, ruleset_hash, engine_version, run_head_hash")
+            return [tuple(row) for row in cursor.fetchall()]
+
     def scores(self, run_id: str | None = None) -> list[StoredScore]:
-        query = select(scores_table).order_by(
-            scores_table.c.run_id, scores_table.c.ruleset_hash, scores_table.c.engine_version,
-            scores_table.c.run_head_hash)
-        if run_id is not None:
-            query = query.where(scores_table.c.run_id == run_id)
-        with self.engine.connect() as conn:
-            return [StoredScore(*row) for row in conn.execute(query)]
+        """Stored scores (of one run, or all), ordered by their key in the database's collation."""
+        where, params = ("WHERE run_id = ? ", (run_id,)) if run_id is not None else ("", ())
+        with self.store._reading() as cursor:
+            cursor.execute(self.store._sql(f"SELECT {', '.join(_SCORE_COLUMNS)} FROM scores {where}"
+                                           "ORDER BY run_id, ruleset_hash, engine_version, run_head_hash"), params)
+            return [StoredScore(*row) for row in cursor.fetchall()]

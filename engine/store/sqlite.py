@@ -6,14 +6,16 @@ import sqlite3
 import sys
 from collections.abc import Sequence
 from itertools import chain
-from typing import Any
-
-from sqlalchemy import Engine, create_engine, event
+from typing import TYPE_CHECKING, Any
 
 from procgrade.engine.errors import UnknownRunError
-from procgrade.engine.store.database_errors import install as install_error_translation
 from procgrade.engine.store.base import EventStore, RunInfo, values_insert
+from procgrade.engine.store.location import plain_sqlite_file, plain_sqlite_url
+from procgrade.engine.store.sqlite_connections import SQLiteConnections, configure
 from procgrade.engine.stored import STORED_COLUMNS
+
+if TYPE_CHECKING:
+    from sqlalchemy import Engine
 
 #: Rows one INSERT statement writes. Each execution of a statement on a table with a trigger
 #: (every table here has its overwrite guard, revision 0005) opens a statement journal, which
@@ -29,20 +31,20 @@ def sqlite_engine(url: str) -> Engine:
     """An engine whose connections run in WAL with foreign keys on and explicit transactions.
 
     pysqlite's own implicit BEGIN is turned off (isolation_level=None) and SQLAlchemy
-    emits BEGIN itself, the recipe SQLAlchemy documents for correct SQLite transactions.
+    emits BEGIN itself, the recipe SQLAlchemy documents for correct SQLite transactions. A store
+    on a plain file uses it only when asked for ``store.engine``: its own queries go through
+    :class:`procgrade.engine.store.sqlite_connections.SQLiteConnections`, set up the same way.
     """
+    from sqlalchemy import create_engine, event
+
+    from procgrade.engine.store.database_errors import install as install_error_translation
+
     engine = install_error_translation(create_engine(url, connect_args={"timeout": 30}))
-    _bind_none_directly()
+    bind_none_directly()
 
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_connection: Any, _record: Any) -> None:
-        dbapi_connection.isolation_level = None
-        cursor = dbapi_connection.cursor()
-        if url not in ("sqlite://", "sqlite:///:memory:"):
-            cursor.execute("PRAGMA journal_mode=WAL")
-        cursor.execute("PRAGMA synchronous=NORMAL")
-        cursor.execute("PRAGMA foreign_keys=ON")
-        cursor.close()
+        configure(dbapi_connection, wal=url not in ("sqlite://", "sqlite:///:memory:"))
 
     @event.listens_for(engine, "begin")
     def _on_begin(conn: Any) -> None:
@@ -55,7 +57,7 @@ def _null(_value: None) -> None:
     return None
 
 
-def _bind_none_directly() -> None:
+def bind_none_directly() -> None:
     """The sqlite3 module sends every ``None`` parameter through its adapter registry (a key
     tuple built, a lookup that misses, two attribute lookups); on Python 3.11 binding a None
     cost seven times binding an int, and an event row binds about twenty (its empty columns),
@@ -70,6 +72,59 @@ def _bind_none_directly() -> None:
 class SQLiteEventStore(EventStore):
     dialect = "sqlite"
     param = "?"
+
+    def _make_engine(self, url: str) -> Engine:
+        return sqlite_engine(url)
+
+    def _direct_connections(self, url: str) -> SQLiteConnections | None:
+        """A plain SQLite file's connections come from ``sqlite3`` itself (see
+        :mod:`procgrade.engine.store.sqlite_connections`); other URLs take SQLAlchemy's pool."""
+        path = plain_sqlite_file(url)
+        if path is None or plain_sqlite_url(url) != url:
+            return None
+        bind_none_directly()
+        return SQLiteConnections(path, url)
+
+    def create_schema(self) -> str:
+        """An empty file gets the head revision's schema from its snapshot in one transaction
+        (:mod:`procgrade.engine.store.sqlite_head`), without Alembic; anything else migrates."""
+        if self._direct is not None:
+            from procgrade.engine.store.migrate import head_revision
+            from procgrade.engine.store.sqlite_head import create_head_schema
+
+            from procgrade.engine.store.database_errors import translate
+
+            head = head_revision()
+            raw = self._raw_connection()
+            try:
+                created = create_head_schema(raw.driver_connection, head)
+            except Exception as exc:
+                translated = translate(exc)
+                if translated is None:
+                    raise
+                raise translated from exc
+            finally:
+                raw.close()
+            if created:
+                return head
+        return super().create_schema()
+
+    def schema_revision(self) -> str | None:
+        """The revision in Alembic's version table, read on the store's own connection; a table of
+        several rows (which Alembic words as an error) is left to Alembic."""
+        if self._direct is None:
+            return super().schema_revision()
+        from procgrade.engine.store.migrate import VERSION_TABLE
+
+        with self._reading() as cursor:
+            cursor.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (VERSION_TABLE,))
+            if cursor.fetchone() is None:
+                return None
+            cursor.execute(f"SELECT version_num FROM {VERSION_TABLE}")
+            versions = [row[0] for row in cursor.fetchall()]
+        if len(versions) > 1:
+            return super().schema_revision()
+        return versions[0] if versions else None
 
     def _begin(self, raw: Any) -> Any:
         cursor = raw.driver_connection.cursor()
