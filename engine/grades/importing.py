@@ -26,21 +26,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import select
-
 from procgrade.engine.errors import EventIdConflictError, RunSealedError, SeqConflictError
 from procgrade.engine.events import GRADE_LAYERS, Event, Grade
 from procgrade.engine.grades.arena import ROUND_LAYERS
 from procgrade.engine.grades.record import GradeRecord, grade_content, grades_stream
 from procgrade.engine.grades.sources import SheetFile, read_grade_files
 from procgrade.engine.store import EventStore, RunInfo
-from procgrade.engine.store.schema import events as events_table
-from procgrade.engine.store.schema import runs as runs_table
 from procgrade.engine.stored import STORED_COLUMNS, to_event
 
 __all__ = ["GradesImport", "RunGrades", "append_grades", "import_grades"]
 
-_CHUNK = 500
 _ATTEMPTS = 3
 
 
@@ -222,40 +217,23 @@ def _key_field(grade: GradeRecord) -> str:
 # --- what the store holds ------------------------------------------------------------------------
 
 
-def _chunks(values: Sequence[str]) -> Iterable[list[str]]:
-    for start in range(0, len(values), _CHUNK):
-        yield list(values[start:start + _CHUNK])
-
-
 def _runs(store: EventStore, run_ids: list[str]) -> dict[str, RunInfo]:
-    found: dict[str, RunInfo] = {}
-    with store.engine.connect() as conn:
-        for chunk in _chunks(run_ids):
-            for row in conn.execute(select(runs_table).where(runs_table.c.run_id.in_(chunk))):
-                info = RunInfo(*row)
-                found[info.run_id] = info
-    return found
+    wanted = set(run_ids)
+    return {info.run_id: info for info in store.runs() if info.run_id in wanted}
 
 
 def _held(store: EventStore, event_ids: list[str]) -> dict[str, Event]:
     found: dict[str, Event] = {}
-    columns = [events_table.c[name] for name in STORED_COLUMNS]
-    with store.engine.connect() as conn:
-        for chunk in _chunks(event_ids):
-            for row in conn.execute(select(*columns).where(events_table.c.event_id.in_(chunk))):
-                event = to_event(tuple(row))
-                found[event.event_id] = event
+    for row in store.stored_where(event_ids=event_ids):
+        event = to_event(tuple(row))
+        found[event.event_id] = event
     return found
 
 
 def _stages(store: EventStore, run_ids: list[str]) -> dict[str, set[int]]:
     found: dict[str, set[int]] = {}
-    with store.engine.connect() as conn:
-        for chunk in _chunks(run_ids):
-            query = (select(events_table.c.run_id, events_table.c.stage)
-                     .where(events_table.c.run_id.in_(chunk) & (events_table.c.kind == "stage_started"))
-                     .distinct())
-            for run_id, stage in conn.execute(query):
-                if stage is not None:
-                    found.setdefault(run_id, set()).add(stage)
+    stage = STORED_COLUMNS.index("stage")
+    for row in store.stored_where(run_ids=run_ids, kinds=["stage_started"]):
+        if row[stage] is not None:
+            found.setdefault(row[0], set()).add(row[stage])
     return found
