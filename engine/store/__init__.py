@@ -1,8 +1,10 @@
 """The append-only event store (SQLite embedded default, PostgreSQL).
 
-Nothing heavy is imported until it is used: the store classes (SQLAlchemy, the event model) load on
-first access to :class:`EventStore`/:class:`RunInfo`/:class:`AppendResult` (PEP 562) or on opening a
-store, Alembic on a schema check, so a command that only reads ``store.location`` pays for neither.
+Nothing heavy is imported until it is used: the store classes (the event model) load on first access
+to :class:`EventStore`/:class:`RunInfo`/:class:`AppendResult` (PEP 562) or on opening a store, so a
+command that only reads ``store.location`` pays for neither. A store on a plain SQLite file never loads
+SQLAlchemy or Alembic unless a caller asks for ``store.engine`` (see ``sqlite_connections.py`` and
+``sqlite_head.py``); PostgreSQL's store loads SQLAlchemy on its first query, Alembic to migrate.
 """
 
 from __future__ import annotations
