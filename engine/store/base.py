@@ -78,16 +78,11 @@ class EventStore:
     def _raw_connection(self) -> Any:
         """A driver connection (SQLAlchemy's pooled proxy or its like): failing to get one raises
         :func:`procgrade.engine.store.database_errors.translate`'s one-line error."""
-        from procgrade.engine.store.database_errors import translate
+        from procgrade.engine.store.database_errors import translated
 
         source = self._direct if self._direct is not None else self.engine
-        try:
+        with translated():
             return source.raw_connection()
-        except Exception as exc:
-            translated = translate(exc)
-            if translated is None:
-                raise
-            raise translated from exc
 
     # --- writing -------------------------------------------------------------------------------
 
@@ -352,19 +347,15 @@ class EventStore:
         """A driver cursor on a connection of its own, closed with it; database errors come out as
         procgrade's. With a ``name``, PostgreSQL's cursor is a server-side one, so a client holding a
         stream of rows holds one batch, never the run or the runs."""
-        from procgrade.engine.store.database_errors import translate
+        from procgrade.engine.store.database_errors import translated
 
         raw = self._raw_connection()
         try:
             cursor = (raw.driver_connection.cursor(name=name) if name and self.dialect == "postgresql"
                       else raw.driver_connection.cursor())
             try:
-                yield cursor
-            except Exception as exc:
-                translated = translate(exc)
-                if translated is None:
-                    raise
-                raise translated from exc
+                with translated():
+                    yield cursor
             finally:
                 cursor.close()
         finally:

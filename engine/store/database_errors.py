@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import re
 import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from procgrade.engine.errors import SchemaNotReadyError, StoreError
@@ -17,7 +19,7 @@ from procgrade.engine.errors import SchemaNotReadyError, StoreError
 if TYPE_CHECKING:
     from sqlalchemy import Engine
 
-__all__ = ["translate", "install", "is_busy"]
+__all__ = ["translate", "translated", "install", "is_busy"]
 
 _MISSING_TABLE = re.compile(r'no such table: (\w+)|relation "(\w+)" does not exist|no such column: (\w+)'
                             r'|column "?(\w+)"? does not exist')
@@ -66,6 +68,19 @@ def translate(exc: BaseException) -> StoreError | None:
             or "unable to open" in message or "authentication" in message:
         return StoreError(f"cannot open the database: {message}")
     return StoreError(f"database error: {message}")
+
+
+@contextmanager
+def translated() -> Iterator[None]:
+    """A driver error raised in the block leaves as :func:`translate`'s one-line error (anything
+    else, key conflicts and trigger refusals included, as it is): for code on raw driver connections."""
+    try:
+        yield
+    except Exception as exc:
+        error = translate(exc)
+        if error is None:
+            raise
+        raise error from exc
 
 
 def install(engine: Engine) -> Engine:

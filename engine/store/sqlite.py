@@ -89,20 +89,15 @@ class SQLiteEventStore(EventStore):
         """An empty file gets the head revision's schema from its snapshot in one transaction
         (:mod:`procgrade.engine.store.sqlite_head`), without Alembic; anything else migrates."""
         if self._direct is not None:
+            from procgrade.engine.store.database_errors import translated
             from procgrade.engine.store.migrate import head_revision
             from procgrade.engine.store.sqlite_head import create_head_schema
-
-            from procgrade.engine.store.database_errors import translate
 
             head = head_revision()
             raw = self._raw_connection()
             try:
-                created = create_head_schema(raw.driver_connection, head)
-            except Exception as exc:
-                translated = translate(exc)
-                if translated is None:
-                    raise
-                raise translated from exc
+                with translated():
+                    created = create_head_schema(raw.driver_connection, head)
             finally:
                 raw.close()
             if created:
