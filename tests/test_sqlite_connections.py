@@ -145,3 +145,24 @@ def test_driver_errors_on_the_direct_path_are_worded_as_before(tmp_path: Path) -
     damaged.write_bytes(b"SQLite format 3\x00" + b"\x07" * 4096)
     with pytest.raises(DatabaseUnavailableError, match="is not a SQLite database"):
         open_store(str(damaged))
+
+
+def test_a_relative_path_stays_the_file_it_named(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """As with SQLAlchemy (which makes the path absolute when it creates an engine), a store opened
+    on a relative path keeps reading that file after the process changes directory: new pooled
+    connections and the engine built later alike, and nothing is created where the process went."""
+    home, elsewhere = tmp_path / "home", tmp_path / "elsewhere"
+    home.mkdir()
+    elsewhere.mkdir()
+    monkeypatch.chdir(home)
+    store = open_store("store.db", create=True)
+    try:
+        ingest_native(store, [write_jsonl(home / "run.jsonl", small_run("r1"))])
+        monkeypatch.chdir(elsewhere)
+        store._direct.dispose()  # the next read opens a new connection
+        assert [info.run_id for info in store.runs()] == ["r1"]
+        with store.engine.connect() as conn:
+            assert conn.exec_driver_sql("SELECT run_id FROM runs").scalar() == "r1"
+        assert list(elsewhere.iterdir()) == []
+    finally:
+        store.close()

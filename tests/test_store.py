@@ -655,5 +655,6 @@ def test_filtered_reads_equal_filtering_every_stored_row(store: EventStore) -> N
     with pytest.raises(ValueError):
         list(store.stored_where(run_ids=["a"], event_ids=["b"]))
     infos = store.runs()
+    assert store.runs(picked) == [i for i in infos if i.run_id in picked] and store.runs([]) == []
     assert store.run_heads() == [(i.run_id, i.head_hash or "", i.event_count) for i in infos]
     assert store.seals() == {"zz": (store.run("zz").event_count, store.run("zz").head_hash)}

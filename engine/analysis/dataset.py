@@ -23,7 +23,6 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
-
 from procgrade.engine.canonical import canonical_json, parse_json
 from procgrade.engine.events import AcceptanceVerdict, Event, Grade, RunStarted, TestResult
 from procgrade.engine.facts import verdict_outcome

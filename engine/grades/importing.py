@@ -218,8 +218,7 @@ def _key_field(grade: GradeRecord) -> str:
 
 
 def _runs(store: EventStore, run_ids: list[str]) -> dict[str, RunInfo]:
-    wanted = set(run_ids)
-    return {info.run_id: info for info in store.runs() if info.run_id in wanted}
+    return {info.run_id: info for info in store.runs(run_ids)}
 
 
 def _held(store: EventStore, event_ids: list[str]) -> dict[str, Event]:

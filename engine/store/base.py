@@ -240,12 +240,22 @@ class EventStore:
 
         return current_revision(self.engine)
 
-    def runs(self) -> list[RunInfo]:
-        """Every run, sorted by run id in code-point order (never the database's collation, which
-        differs between SQLite and PostgreSQL locales)."""
+    def runs(self, run_ids: Sequence[str] | None = None) -> list[RunInfo]:
+        """Every run (or those of ``run_ids`` that are stored, looked up 500 a query), sorted by run id
+        in code-point order (never the database's collation, which differs between SQLite and
+        PostgreSQL locales)."""
+        select = f"SELECT {', '.join(RUN_COLUMNS)} FROM runs"
+        rows: list[Any] = []
         with self._reading() as cursor:
-            cursor.execute(f"SELECT {', '.join(RUN_COLUMNS)} FROM runs")
-            rows = cursor.fetchall()
+            if run_ids is None:
+                cursor.execute(select)
+                rows = cursor.fetchall()
+            else:
+                wanted = sorted(set(run_ids))
+                for start in range(0, len(wanted), 500):
+                    part = wanted[start:start + 500]
+                    cursor.execute(self._sql(f"{select} WHERE run_id IN ({', '.join('?' * len(part))})"), part)
+                    rows.extend(cursor.fetchall())
         return sorted((RunInfo(*row) for row in rows), key=lambda info: info.run_id)
 
     def run_heads(self) -> list[tuple[str, str, int]]:
@@ -282,8 +292,8 @@ class EventStore:
                      seq_below: int | None = None, event_ids: Sequence[str] | None = None,
                      batch: int = 10_000) -> Iterator[tuple[Any, ...]]:
         """Raw rows (columns as :data:`STORED_COLUMNS`) of every stored event that matches all the
-        filters given: any of ``run_ids`` or any of ``event_ids`` (one of the two), any of ``kinds``,
-        ``seq < seq_below``. One query for all runs, or one per 500 listed ids, rather than one per
+        filters given: any of ``run_ids`` or any of ``event_ids`` (not both; neither: every run), any
+        of ``kinds``, ``seq < seq_below``. One query for all runs, or one per 500 listed ids, rather than one per
         run; each run's rows come in seq order, the runs of a query in the database's order of run ids."""
         if run_ids is not None and event_ids is not None:
             raise ValueError("stored_where: give run_ids or event_ids, not both")

@@ -16,6 +16,7 @@ from procgrade.engine.stored import STORED_COLUMNS
 
 if TYPE_CHECKING:
     from sqlalchemy import Engine
+    from sqlalchemy.engine import URL
 
 #: Rows one INSERT statement writes. Each execution of a statement on a table with a trigger
 #: (every table here has its overwrite guard, revision 0005) opens a statement journal, which
@@ -27,7 +28,7 @@ if TYPE_CHECKING:
 ROWS_PER_STATEMENT = 64
 
 
-def sqlite_engine(url: str) -> Engine:
+def sqlite_engine(url: str | URL) -> Engine:
     """An engine whose connections run in WAL with foreign keys on and explicit transactions.
 
     pysqlite's own implicit BEGIN is turned off (isolation_level=None) and SQLAlchemy
@@ -74,6 +75,10 @@ class SQLiteEventStore(EventStore):
     param = "?"
 
     def _make_engine(self, url: str) -> Engine:
+        if self._direct is not None:  # the file the store opened, even if the process changed directory since
+            from sqlalchemy.engine import URL
+
+            return sqlite_engine(URL.create("sqlite", database=str(self._direct.path)))
         return sqlite_engine(url)
 
     def _direct_connections(self, url: str) -> SQLiteConnections | None:

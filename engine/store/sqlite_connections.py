@@ -13,6 +13,7 @@ URI with options, a name that needs escaping in a URL) goes through SQLAlchemy a
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import threading
 from pathlib import Path
@@ -69,7 +70,9 @@ class SQLiteConnections:
     """
 
     def __init__(self, path: Path, url: str) -> None:
-        self.path = path
+        #: Absolute, as SQLAlchemy makes it when it creates an engine: a relative path stays the file
+        #: it named when the store opened, whatever directory the process is in later.
+        self.path = Path(os.path.abspath(path))
         self.url = url
         self._idle: list[sqlite3.Connection] = []
         self._lock = threading.Lock()
