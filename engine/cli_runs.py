@@ -17,7 +17,7 @@ from __future__ import annotations
 import sqlite3
 from urllib.parse import quote
 
-from procgrade.engine.store.migrate import schema_head
+from procgrade.engine.store.migrate import schema_head, sqlite_versions
 from procgrade.engine.store.run_info import RUN_COLUMNS, RunInfo
 
 __all__ = ["quick_runs"]
@@ -39,12 +39,9 @@ def quick_runs(db: str) -> list[RunInfo] | None:
     except sqlite3.Error:
         return None
     try:
-        found = connection.execute("SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'alembic_version'")
-        if found.fetchone() is None:
-            return None
-        versions = [row[0] for row in connection.execute("SELECT version_num FROM alembic_version")]
+        versions = sqlite_versions(connection)
         head = schema_head()
-        if head is None or versions != [head]:
+        if versions is None or head is None or versions != [head]:
             return None
         rows = connection.execute(f"SELECT {', '.join(RUN_COLUMNS)} FROM runs").fetchall()
     except sqlite3.Error:

@@ -237,10 +237,9 @@ def _store_heads(store: EventStore, run_ids: Sequence[str] | None) -> list[RunHe
     """Every run's head in one query (unknown runs fail before any work)."""
     if run_ids is None:
         return store.run_heads()
-    else:
-        wanted = sorted(set(run_ids))
-        held = {info.run_id: info for info in store.runs()} if len(wanted) > 50 else {}
-        infos = [held.get(run_id) or store.run(run_id) for run_id in wanted]
+    wanted = sorted(set(run_ids))
+    held = {info.run_id: info for info in store.runs(wanted)}
+    infos = [held.get(run_id) or store.run(run_id) for run_id in wanted]  # store.run names an unknown one
     return [(info.run_id, info.head_hash or "", info.event_count) for info in infos]
 
 

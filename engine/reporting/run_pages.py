@@ -146,7 +146,7 @@ def run_infos(store: EventStore) -> dict[str, Any]:
 
 def first_events(store: EventStore, run_ids: Sequence[str]) -> dict[str, list[Any]]:
     """The first :data:`TIMELINE_CAP` events of each of ``run_ids`` (stored stream ids), in seq order, read
-    in one query per 500 runs rather than one per run (for :func:`run_page`'s ``timelines``)."""
+    in one query per :data:`procgrade.engine.store.base.IDS_PER_QUERY` runs rather than one per run (for :func:`run_page`'s ``timelines``)."""
     from procgrade.engine.stored import to_event
 
     found: dict[str, list[Any]] = {run_id: [] for run_id in run_ids}

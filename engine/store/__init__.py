@@ -102,8 +102,7 @@ def open_store(url: str, *, create: bool = False) -> EventStore:
     try:
         revision = _first_contact(url, store.schema_revision)
         if create and revision is None:
-            store.create_schema()
-            revision = store.schema_revision()
+            revision = store.create_schema()
         check_revision(revision)
     except BaseException:
         store.close()

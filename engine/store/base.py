@@ -40,6 +40,16 @@ if TYPE_CHECKING:
 
 __all__ = ["EventStore", "RunInfo", "AppendResult"]
 
+#: Ids one ``IN (...)`` list holds: far below every database's limit of bound values.
+IDS_PER_QUERY = 500
+
+
+def _id_chunks(ids: Sequence[str]) -> Iterator[list[str]]:
+    """``ids`` in lists of at most :data:`IDS_PER_QUERY`, in order."""
+    for start in range(0, len(ids), IDS_PER_QUERY):
+        yield list(ids[start:start + IDS_PER_QUERY])
+
+
 class EventStore:
     """Append-only store of run event logs in one database.
 
@@ -241,7 +251,7 @@ class EventStore:
         return current_revision(self.engine)
 
     def runs(self, run_ids: Sequence[str] | None = None) -> list[RunInfo]:
-        """Every run (or those of ``run_ids`` that are stored, looked up 500 a query), sorted by run id
+        """Every run (or those of ``run_ids`` that are stored, :data:`IDS_PER_QUERY` a query), sorted by run id
         in code-point order (never the database's collation, which differs between SQLite and
         PostgreSQL locales)."""
         select = f"SELECT {', '.join(RUN_COLUMNS)} FROM runs"
@@ -251,9 +261,7 @@ class EventStore:
                 cursor.execute(select)
                 rows = cursor.fetchall()
             else:
-                wanted = sorted(set(run_ids))
-                for start in range(0, len(wanted), 500):
-                    part = wanted[start:start + 500]
+                for part in _id_chunks(sorted(set(run_ids))):
                     cursor.execute(self._sql(f"{select} WHERE run_id IN ({', '.join('?' * len(part))})"), part)
                     rows.extend(cursor.fetchall())
         return sorted((RunInfo(*row) for row in rows), key=lambda info: info.run_id)
@@ -293,7 +301,7 @@ class EventStore:
                      batch: int = 10_000) -> Iterator[tuple[Any, ...]]:
         """Raw rows (columns as :data:`STORED_COLUMNS`) of every stored event that matches all the
         filters given: any of ``run_ids`` or any of ``event_ids`` (not both; neither: every run), any
-        of ``kinds``, ``seq < seq_below``. One query for all runs, or one per 500 listed ids, rather than one per
+        of ``kinds``, ``seq < seq_below``. One query for all runs, or one per :data:`IDS_PER_QUERY` listed ids, rather than one per
         run; each run's rows come in seq order, the runs of a query in the database's order of run ids."""
         if run_ids is not None and event_ids is not None:
             raise ValueError("stored_where: give run_ids or event_ids, not both")
@@ -308,8 +316,7 @@ class EventStore:
             conditions.append("seq < ?")
             params.append(seq_below)
         column, listed = ("run_id", run_ids) if run_ids is not None else ("event_id", event_ids)
-        parts: list[list[str] | None] = [None] if listed is None else [
-            list(listed[start:start + 500]) for start in range(0, len(listed), 500)]
+        parts: list[list[str] | None] = [None] if listed is None else list(_id_chunks(listed))
         for part in parts:
             where, values = list(conditions), list(params)
             if part is not None:
@@ -436,8 +443,7 @@ class EventStore:
     def _event_owners(self, tx: Any, event_ids: list[str]) -> list[tuple[str, str, int]]:
         """Who holds these event ids, as the open transaction sees it (its own earlier runs too)."""
         found: list[tuple[str, str, int]] = []
-        for start in range(0, len(event_ids), 500):
-            chunk = event_ids[start:start + 500]
+        for chunk in _id_chunks(event_ids):
             tx.execute(self._sql(f"SELECT event_id, run_id, seq FROM events WHERE event_id IN "
                                  f"({', '.join('?' * len(chunk))})"), tuple(chunk))
             found.extend(tuple(r) for r in tx.fetchall())

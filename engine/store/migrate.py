@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from procgrade import migrations
 from procgrade.engine.errors import SchemaNotReadyError
@@ -21,8 +21,7 @@ if TYPE_CHECKING:
     from sqlalchemy import Engine
 
 __all__ = ["alembic_config", "alembic_head_revision", "check_ready", "check_revision", "current_revision",
-           "head_revision",
-           "schema_head", "upgrade"]
+           "head_revision", "schema_head", "sqlite_versions", "upgrade"]
 
 #: Alembic's version table (its default name and schema, as migrations/env.py leaves them).
 VERSION_TABLE = "alembic_version"
@@ -90,6 +89,15 @@ def current_revision(engine: Engine) -> str | None:
         from alembic.runtime.migration import MigrationContext
 
         return MigrationContext.configure(connection).get_current_revision()  # words the error on two heads
+
+
+def sqlite_versions(cursor: Any) -> list[str] | None:
+    """The rows of Alembic's version table read on a ``sqlite3`` cursor (or connection), None when
+    the database has no such table: what a SQLite store's revision is read from without SQLAlchemy."""
+    found = cursor.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (VERSION_TABLE,))
+    if found.fetchone() is None:
+        return None
+    return [row[0] for row in cursor.execute(f"SELECT version_num FROM {VERSION_TABLE}").fetchall()]
 
 
 def check_ready(engine: Engine) -> None:

@@ -41,7 +41,7 @@ def sqlite_engine(url: str | URL) -> Engine:
     from procgrade.engine.store.database_errors import install as install_error_translation
 
     engine = install_error_translation(create_engine(url, connect_args={"timeout": 30}))
-    bind_none_directly()
+    _bind_none_directly()
 
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_connection: Any, _record: Any) -> None:
@@ -58,7 +58,7 @@ def _null(_value: None) -> None:
     return None
 
 
-def bind_none_directly() -> None:
+def _bind_none_directly() -> None:
     """The sqlite3 module sends every ``None`` parameter through its adapter registry (a key
     tuple built, a lookup that misses, two attribute lookups); on Python 3.11 binding a None
     cost seven times binding an int, and an event row binds about twenty (its empty columns),
@@ -87,7 +87,7 @@ class SQLiteEventStore(EventStore):
         path = plain_sqlite_file(url)
         if path is None or plain_sqlite_url(url) != url:
             return None
-        bind_none_directly()
+        _bind_none_directly()
         return SQLiteConnections(path, url)
 
     def create_schema(self) -> str:
@@ -114,14 +114,12 @@ class SQLiteEventStore(EventStore):
         several rows (which Alembic words as an error) is left to Alembic."""
         if self._direct is None:
             return super().schema_revision()
-        from procgrade.engine.store.migrate import VERSION_TABLE
+        from procgrade.engine.store.migrate import sqlite_versions
 
         with self._reading() as cursor:
-            cursor.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (VERSION_TABLE,))
-            if cursor.fetchone() is None:
-                return None
-            cursor.execute(f"SELECT version_num FROM {VERSION_TABLE}")
-            versions = [row[0] for row in cursor.fetchall()]
+            versions = sqlite_versions(cursor)
+        if versions is None:
+            return None
         if len(versions) > 1:
             return super().schema_revision()
         return versions[0] if versions else None

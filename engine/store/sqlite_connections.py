@@ -23,6 +23,7 @@ __all__ = ["SQLiteConnections", "PooledConnection", "configure"]
 #: Idle connections kept for reuse (SQLAlchemy's default pool size for a file database).
 _POOL_SIZE = 5
 
+
 def configure(connection: sqlite3.Connection, *, wal: bool = True) -> None:
     """Set a new connection up as every procgrade SQLite connection is: explicit transactions (the
     driver's implicit BEGIN off), WAL, ``synchronous=NORMAL``, foreign keys enforced."""
@@ -37,8 +38,8 @@ def configure(connection: sqlite3.Connection, *, wal: bool = True) -> None:
 
 class PooledConnection:
     """One connection lent by :class:`SQLiteConnections`, shaped as the part of SQLAlchemy's
-    ``raw_connection()`` the store uses: ``driver_connection``, ``cursor``, ``commit``,
-    ``rollback``, and ``close``, which hands it back (a transaction left open is rolled back)."""
+    ``raw_connection()`` the store uses: ``driver_connection``, ``commit``, ``rollback``, and
+    ``close``, which hands it back (a transaction left open is rolled back)."""
 
     __slots__ = ("driver_connection", "_owner", "_generation")
 
@@ -46,9 +47,6 @@ class PooledConnection:
         self.driver_connection = connection
         self._owner: SQLiteConnections | None = owner
         self._generation = generation
-
-    def cursor(self) -> sqlite3.Cursor:
-        return self.driver_connection.cursor()
 
     def commit(self) -> None:
         self.driver_connection.commit()
