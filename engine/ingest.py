@@ -90,7 +90,7 @@ def _ingest(store: EventStore, paths: Sequence[Path | str], *, format: str, seal
 
     reports: list[IngestReport] = []
     unrecognised: list[str] = []
-    with _no_cyclic_gc(), _prepare_pool() as pool, store.writer() as writer:
+    with _no_cyclic_gc(), _prepare_pool() as pool, store.writer(bulk=True) as writer:
         if format == "native":
             paths = list(paths)  # a caller's iterator: the first path is named below if refused
             if given and paths:
@@ -233,7 +233,7 @@ def ingest_native(store: EventStore, paths: Sequence[Path | str], *, seal: bool 
     pieces as it is read, so memory is bounded by a piece per open run (not by the file), and a
     bad line in the last file still leaves nothing written.
     """
-    with _no_cyclic_gc(), _prepare_pool() as pool, store.writer() as writer:
+    with _no_cyclic_gc(), _prepare_pool() as pool, store.writer(bulk=True) as writer:
         return _append_native_paths(writer, list(paths), pool, seal)
 
 

@@ -113,10 +113,12 @@ class EventStore:
             return [writer.append(run_id, events, seal=seal) for run_id, events in batches]
 
     @contextlib.contextmanager
-    def writer(self) -> Iterator["RunWriter"]:
+    def writer(self, *, bulk: bool = False) -> Iterator["RunWriter"]:
         """One write transaction for many appends: committed when the block ends, rolled
-        back (nothing written) if it raises. Lets a caller stream input run by run."""
-        with self._write_transaction() as tx:
+        back (nothing written) if it raises. Lets a caller stream input run by run. ``bulk``
+        (an import's) lets a SQLite store that holds no runs yet write it without the WAL
+        (:mod:`procgrade.engine.store.sqlite_first_load`)."""
+        with self._write_transaction(bulk=bulk) as tx:
             yield RunWriter(self, tx)
 
     def _append_in(self, tx: Any, run_id: str, events: Sequence[Event], seal: bool,
@@ -379,21 +381,29 @@ class EventStore:
             raw.close()
 
     @contextlib.contextmanager
-    def _write_transaction(self) -> Iterator[Any]:
+    def _write_transaction(self, *, bulk: bool = False) -> Iterator[Any]:
         """One transaction on a driver cursor, the store's only write path: every procgrade
         writer of a database queues on one lock first (see ``_begin``), so writers never
-        deadlock; driver errors leave as one-line :class:`StoreError`s."""
+        deadlock; driver errors leave as one-line :class:`StoreError`s. ``bulk``: see
+        :meth:`_bulk_mode`."""
         from procgrade.engine.store.database_errors import translate
 
         raw = self._raw_connection()
         try:
             try:
-                cursor = self._begin(raw)
-                yield cursor
-                raw.commit()
+                end_bulk = self._bulk_mode(raw) if bulk else None
+                try:
+                    cursor = self._begin(raw)
+                    yield cursor
+                    raw.commit()
+                except BaseException:
+                    with contextlib.suppress(Exception):
+                        raw.rollback()
+                    raise
+                finally:
+                    if end_bulk is not None:
+                        end_bulk()
             except BaseException as exc:
-                with contextlib.suppress(Exception):
-                    raw.rollback()
                 translated = translate(exc) if isinstance(exc, Exception) else None
                 if translated is not None:
                     raise translated from exc
@@ -401,6 +411,11 @@ class EventStore:
         finally:
             with contextlib.suppress(Exception):
                 raw.close()
+
+    def _bulk_mode(self, raw: Any) -> Callable[[], None] | None:
+        """Set ``raw`` up, before its transaction begins, for one large write; return what undoes
+        it after the transaction, or None where nothing changes (the default)."""
+        return None
 
     def _begin(self, raw: Any) -> Any:
         raise NotImplementedError

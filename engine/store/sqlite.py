@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sqlite3
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from itertools import chain
 from typing import TYPE_CHECKING, Any
 
@@ -123,6 +123,24 @@ class SQLiteEventStore(EventStore):
         if len(versions) > 1:
             return super().schema_revision()
         return versions[0] if versions else None
+
+    def _bulk_mode(self, raw: Any) -> Callable[[], None] | None:
+        """A store on a plain file that holds no runs yet takes its first load without the WAL
+        (:mod:`procgrade.engine.store.sqlite_first_load`); the connection goes back to WAL
+        after it, or is closed if SQLite refused."""
+        if self._direct is None:
+            return None
+        from procgrade.engine.store.sqlite_first_load import back_to_wal, without_wal
+
+        connection = raw.driver_connection
+        if not without_wal(connection):
+            return None
+
+        def end() -> None:
+            if not back_to_wal(connection):
+                raw.discard()
+
+        return end
 
     def _begin(self, raw: Any) -> Any:
         cursor = raw.driver_connection.cursor()

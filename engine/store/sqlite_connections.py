@@ -30,7 +30,13 @@ def configure(connection: sqlite3.Connection, *, wal: bool = True) -> None:
     connection.isolation_level = None
     cursor = connection.cursor()
     if wal:
-        cursor.execute("PRAGMA journal_mode=WAL")
+        try:
+            cursor.execute("PRAGMA journal_mode=WAL")
+        except sqlite3.OperationalError as exc:
+            # a store's first load holds the file in a rollback journal (store/sqlite_first_load.py):
+            # this connection follows the file's mode, its reads waiting for that commit
+            if "locked" not in str(exc):
+                raise
     cursor.execute("PRAGMA synchronous=NORMAL")
     cursor.execute("PRAGMA foreign_keys=ON")
     cursor.close()
@@ -58,6 +64,11 @@ class PooledConnection:
         owner, self._owner = self._owner, None
         if owner is not None:
             owner._give_back(self.driver_connection, self._generation)
+
+    def discard(self) -> None:
+        """Close the connection instead of handing it back (its settings are not the pool's)."""
+        self._owner = None
+        self.driver_connection.close()
 
 
 class SQLiteConnections:
