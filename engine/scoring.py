@@ -493,7 +493,7 @@ class RunScorer:
         monitor.reset()
         for rows in batches:
             monitor.feed(rows)
-        findings = monitor.finish()
+        findings = monitor.finish_in_place()
         try:
             return self._fill(findings, run_id, head_hash, event_count, monitor.model_events)
         except orjson.JSONEncodeError:  # an integer beyond 64 bits: the reference path

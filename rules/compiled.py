@@ -477,6 +477,10 @@ class CompiledMonitor(RunMonitor):
         self._tallies = tuple(monitor.tally for monitor in self.monitors if monitor.tally is not None)
         #: (rule id, findings, what finishes the rule or None when its ``finish`` has nothing to do)
         self._finishers = tuple((monitor.id, monitor.findings, _finisher(monitor, self)) for monitor in self.monitors)
+        self._active_finishers = tuple(finisher for _, _, finisher in self._finishers if finisher is not None)
+        self._found_lists = tuple(found for _, found, _ in self._finishers)
+        #: every rule's own findings list by rule id (lists are cleared, never replaced)
+        self._live_findings = {rule_id: found for rule_id, found, _ in self._finishers}
 
     def reset(self) -> None:
         """:meth:`RunMonitor.reset`, flattened."""
@@ -496,6 +500,16 @@ class CompiledMonitor(RunMonitor):
                 finisher()
             result[rule_id] = sorted(found, key=_sort_key) if len(found) > 1 else found[:]
         return result
+
+    def finish_in_place(self) -> dict[str, list[Finding]]:
+        """:meth:`finish` without copies: each rule's own list of findings, sorted in place, valid
+        until the next :meth:`reset` (for a caller that writes them out at once, as scoring does)."""
+        for finisher in self._active_finishers:
+            finisher()
+        for found in self._found_lists:
+            if len(found) > 1:
+                found.sort(key=_sort_key)
+        return self._live_findings
 
     def _handlers(self, kind: str, actor: str, table: dict[str, Any]) -> Any:  # type: ignore[override]
         made = generated_source(self.monitors, kind, actor, self)
