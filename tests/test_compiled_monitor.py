@@ -38,17 +38,22 @@ def rows_of(events: list[Any], in_stages: list[int | None]) -> list[tuple[Any, .
 
 def assert_agree(ruleset: RuleSet, runs: list[list[tuple[Any, ...]]], batch: int = 7) -> None:
     """Both monitors, each reused across ``runs`` (reset between), in both detail modes; rows fed
-    in batches of ``batch``."""
+    in batches of ``batch``. The compiled monitor's ``finish_in_place`` (what scoring reads) is held
+    to the same findings, on a monitor of its own."""
     for detail in (True, False):
         reference, compiled = RunMonitor(ruleset, detail=detail), CompiledMonitor(ruleset, detail=detail)
+        in_place = CompiledMonitor(ruleset, detail=detail)
         for rows in runs:
             reference.reset()
             compiled.reset()
+            in_place.reset()
             for start in range(0, len(rows), batch):
                 reference.feed(rows[start:start + batch])
                 compiled.feed(rows[start:start + batch])
+                in_place.feed(rows[start:start + batch])
             assert compiled.model_events == reference.model_events
             expected, got = reference.finish(), compiled.finish()
+            assert in_place.finish_in_place() == expected
             assert list(got) == list(expected)
             for rule_id in expected:
                 assert got[rule_id] == expected[rule_id], (rule_id, detail)

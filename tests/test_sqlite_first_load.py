@@ -1,7 +1,7 @@
 """The first load of a SQLite store that holds no runs is written through a rollback journal, not
-the WAL (engine/store/sqlite_first_load.py): the same rows, the file back in WAL after it whether
-it committed, failed or was killed, and everything else (a store holding runs, another connection
-on the file, readers arriving meanwhile) as it was."""
+the WAL (engine/store/sqlite_first_load.py): the same rows, the file held exclusively from the
+switch on and back in WAL after it whether it committed, failed or was killed, and everything else
+(a store holding runs, another connection on the file, readers arriving meanwhile) as it was."""
 
 from __future__ import annotations
 
@@ -39,6 +39,19 @@ def _rows(path: Path) -> list[tuple]:
         store.close()
 
 
+def _plain_read(path: Path) -> str:
+    """What another connection that does not wait gets when it reads the file."""
+    import sqlite3
+
+    other = sqlite3.connect(path, timeout=0)
+    try:
+        return f"read {other.execute('SELECT count(*) FROM runs').fetchall()[0][0]} runs"
+    except sqlite3.OperationalError as exc:
+        return str(exc)
+    finally:
+        other.close()
+
+
 def _big_run(run_id: str, events: int = 2000) -> list:
     """Events enough (about 4 MB stored) to spill SQLite's 2 MB page cache mid-transaction."""
     notes = [ev("message", seq, run_id, text=f"note {seq} " + "x" * 1500, intent="progress")
@@ -54,13 +67,18 @@ def test_first_load_goes_through_a_rollback_journal_and_leaves_the_same_rows_in_
     seen: dict[str, object] = {}
     try:
         with store.writer(bulk=True) as writer:
+            seen["reader before any write"] = _plain_read(bulk)
             writer.append("r0", _big_run("r0"))
             seen["mode"] = writer._tx.execute("PRAGMA journal_mode").fetchall()[0][0]
             seen["files"] = _journal_files(bulk)
+        with store._reading() as cursor:  # the pool's next connection is a plain one again
+            seen["after"] = [cursor.execute(f"PRAGMA {name}").fetchall()[0][0]
+                             for name in ("journal_mode", "synchronous", "locking_mode")]
         assert ingest_native(store, [source])  # a second load: the store holds runs now
     finally:
         store.close()
-    assert seen == {"mode": "delete", "files": {"-journal"}}
+    assert seen == {"reader before any write": "database is locked", "mode": "delete", "files": {"-journal"},
+                    "after": ["wal", 1, "normal"]}
     assert _header_says_wal(bulk) and not (tmp_path / "bulk.db-journal").exists()
 
     reference = open_store(f"sqlite:///{plain}", create=True)
@@ -127,8 +145,8 @@ def test_a_failed_first_load_leaves_an_empty_store_in_wal(tmp_path: Path) -> Non
 
 
 def test_a_reader_arriving_during_the_first_load_waits_for_its_commit(tmp_path: Path) -> None:
-    """Once the load has spilled pages into the file, a new reader's queries wait on SQLite's
-    lock (the busy timeout) and then see every run: never an error, never part of the load."""
+    """A store opened during the load waits on SQLite's lock (the busy timeout) and then sees
+    every run: never an error, never part of the load."""
     path = tmp_path / "store.db"
     store = open_store(f"sqlite:///{path}", create=True)
     seen: list[object] = []
@@ -180,6 +198,48 @@ def test_a_first_load_killed_midway_is_rolled_back_by_the_next_open(tmp_path: Pa
         assert store.runs() == []
         assert ingest_native(store, [write_jsonl(tmp_path / "run.jsonl", small_run("r1"))])
         assert [info.run_id for info in store.runs()] == ["r1"] and verify_log(store, "r1").ok
+    finally:
+        store.close()
+    assert _header_says_wal(path) and not (tmp_path / "store.db-journal").exists()
+
+
+def test_a_reader_kept_out_past_the_busy_timeout_is_told_the_store_is_busy(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Not "cannot open ... check the file's permissions": the file is fine, a load holds it."""
+    from procgrade.engine.errors import DatabaseUnavailableError, StoreError
+    from procgrade.engine.store import sqlite_connections
+
+    path = tmp_path / "store.db"
+    store = open_store(f"sqlite:///{path}", create=True)
+    try:
+        with store.writer(bulk=True) as writer:
+            writer.append("r1", _big_run("r1", 100))
+            monkeypatch.setattr(sqlite_connections, "BUSY_TIMEOUT_S", 0.2)
+            with pytest.raises(StoreError, match="the database is busy") as refused:
+                open_store(f"sqlite:///{path}")
+            assert not isinstance(refused.value, DatabaseUnavailableError)
+            monkeypatch.undo()
+    finally:
+        store.close()
+    assert _plain_read(path) == "read 1 runs"
+
+
+def test_a_failed_switch_back_leaves_the_rows_and_the_next_connection_restores_wal(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import sqlite3
+
+    from procgrade.engine.store import sqlite_first_load
+
+    def refuse(_connection: sqlite3.Connection) -> None:
+        raise sqlite3.OperationalError("disk I/O error")
+
+    monkeypatch.setattr(sqlite_first_load, "back_to_wal", refuse)
+    path = tmp_path / "store.db"
+    store = open_store(f"sqlite:///{path}", create=True)
+    try:
+        assert ingest_native(store, [write_jsonl(tmp_path / "run.jsonl", small_run("r1"))])
+        assert not _header_says_wal(path)  # the committed load stands, in a rollback-journal file
+        assert [info.run_id for info in store.runs()] == ["r1"]  # a new connection: set up as always
     finally:
         store.close()
     assert _header_says_wal(path) and not (tmp_path / "store.db-journal").exists()

@@ -113,17 +113,22 @@ def open_store(url: str, *, create: bool = False) -> EventStore:
 def _first_contact(url: str, probe: Callable[[], str | None]) -> str | None:
     """Run the first query on a new store; a driver's failure to connect becomes one
     :class:`DatabaseUnavailableError` saying what is wrong and what to do."""
+    from procgrade.engine.store.database_errors import is_busy, translate
+
     try:
         return probe()
     except StoreError as exc:
         # the engine's driver-error translation (database_errors) got there first: say it as a
-        # first contact does, from the driver's own error
-        if exc.__cause__ is None or isinstance(exc, DatabaseUnavailableError):
+        # first contact does, from the driver's own error; a lock held past the busy timeout
+        # (another writer, a new store's first load) stays "busy", not a reason to check the file
+        if exc.__cause__ is None or isinstance(exc, DatabaseUnavailableError) or is_busy(exc.__cause__):
             raise
         raise connection_problem(url, exc.__cause__) from exc.__cause__
     except Exception as exc:
         if not _is_driver_error(exc):
             raise
+        if is_busy(exc):
+            raise translate(exc) or exc from exc
         raise connection_problem(url, exc) from exc
 
 

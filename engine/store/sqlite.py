@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from procgrade.engine.errors import UnknownRunError
 from procgrade.engine.store.base import EventStore, RunInfo, values_insert
 from procgrade.engine.store.location import plain_sqlite_file, plain_sqlite_url
-from procgrade.engine.store.sqlite_connections import SQLiteConnections, configure
+from procgrade.engine.store.sqlite_connections import BUSY_TIMEOUT_S, SQLiteConnections, configure
 from procgrade.engine.stored import STORED_COLUMNS
 
 if TYPE_CHECKING:
@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 #: copies the page it changes first: per row with ``executemany`` of a one-row statement. Many
 #: rows per statement pay it once for all of them: a bare insert of 200,000 native rows took 2.8 s
 #: one row per statement, 2.0 s fifty per statement; statements of 300 or 1,000 rows were slower
-#: again (README, Performance: the fourth run's changes). A remainder is written in statements of
+#: again (bench/RESULTS.md: the fourth run's changes). A remainder is written in statements of
 #: powers of two, so a table needs at most seven statement texts, which stay in sqlite3's cache.
 ROWS_PER_STATEMENT = 64
 
@@ -40,7 +40,7 @@ def sqlite_engine(url: str | URL) -> Engine:
 
     from procgrade.engine.store.database_errors import install as install_error_translation
 
-    engine = install_error_translation(create_engine(url, connect_args={"timeout": 30}))
+    engine = install_error_translation(create_engine(url, connect_args={"timeout": BUSY_TIMEOUT_S}))
     _bind_none_directly()
 
     @event.listens_for(engine, "connect")
@@ -126,18 +126,28 @@ class SQLiteEventStore(EventStore):
 
     def _bulk_mode(self, raw: Any) -> Callable[[], None] | None:
         """A store on a plain file that holds no runs yet takes its first load without the WAL
-        (:mod:`procgrade.engine.store.sqlite_first_load`); the connection goes back to WAL
-        after it, or is closed if SQLite refused."""
+        (:mod:`procgrade.engine.store.sqlite_first_load`): the file goes back to WAL after the
+        transaction and the connection, which held it exclusively, is closed, not pooled (so is
+        one left in any doubt by an error or an interrupt on the way)."""
         if self._direct is None:
             return None
         from procgrade.engine.store.sqlite_first_load import back_to_wal, without_wal
 
         connection = raw.driver_connection
-        if not without_wal(connection):
+        try:
+            switched = without_wal(connection)
+        except BaseException:
+            raw.discard()
+            raise
+        if not switched:
             return None
 
         def end() -> None:
-            if not back_to_wal(connection):
+            try:
+                back_to_wal(connection)
+            except sqlite3.Error:
+                pass  # what was written stands; the next connection's set-up (configure) turns the file to WAL
+            finally:
                 raw.discard()
 
         return end

@@ -18,10 +18,12 @@ import sqlite3
 import threading
 from pathlib import Path
 
-__all__ = ["SQLiteConnections", "PooledConnection", "configure"]
+__all__ = ["BUSY_TIMEOUT_S", "SQLiteConnections", "PooledConnection", "configure"]
 
 #: Idle connections kept for reuse (SQLAlchemy's default pool size for a file database).
 _POOL_SIZE = 5
+#: Seconds a connection waits for another's lock before SQLite says "database is locked".
+BUSY_TIMEOUT_S = 30
 
 
 def configure(connection: sqlite3.Connection, *, wal: bool = True) -> None:
@@ -30,13 +32,7 @@ def configure(connection: sqlite3.Connection, *, wal: bool = True) -> None:
     connection.isolation_level = None
     cursor = connection.cursor()
     if wal:
-        try:
-            cursor.execute("PRAGMA journal_mode=WAL")
-        except sqlite3.OperationalError as exc:
-            # a store's first load holds the file in a rollback journal (store/sqlite_first_load.py):
-            # this connection follows the file's mode, its reads waiting for that commit
-            if "locked" not in str(exc):
-                raise
+        cursor.execute("PRAGMA journal_mode=WAL")
     cursor.execute("PRAGMA synchronous=NORMAL")
     cursor.execute("PRAGMA foreign_keys=ON")
     cursor.close()
@@ -93,7 +89,8 @@ class SQLiteConnections:
             connection = self._idle.pop() if self._idle else None
             generation = self._generation
         if connection is None:
-            connection = sqlite3.connect(self.path, timeout=30, isolation_level=None, check_same_thread=False)
+            connection = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None,
+                                         check_same_thread=False)
             try:
                 configure(connection)
             except BaseException:

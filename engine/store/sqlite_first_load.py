@@ -8,16 +8,19 @@ before it are not journaled at all; a store that holds no runs yet has almost no
 its first load is written once, straight into the file.
 
 So a bulk load (``store.writer(bulk=True)``, which ``ingest`` asks for) into a SQLite store that
-holds no runs switches the file to ``journal_mode=DELETE`` for that one transaction, with
-``synchronous=FULL`` (what a rollback journal needs to survive a power cut; WAL's ``NORMAL`` is
-not enough there), and back to WAL after it, committed or rolled back. A crash in between leaves a
-journal that the next connection rolls back, and a file it turns back to WAL.
+holds no runs takes the file for itself: its connection goes into exclusive locking mode and
+switches the file to ``journal_mode=DELETE`` (with ``synchronous=FULL``, which keeps a rollback
+journal consistent through a crash or a power cut, as WAL's ``NORMAL`` does in WAL), writes the
+load in one transaction, turns the file back to WAL while it still holds the lock (nothing can
+come between), and is closed, which releases it. A process killed in between leaves a journal
+(``FILE-journal``, part of the database until then: never delete it) that the next connection
+rolls back, and a file that connection turns back to WAL.
 
-SQLite refuses to leave WAL at once while any other connection has the file open; the load then
-goes through the WAL as every other write does. A connection that opens while the load runs finds
-the file locked: its reads wait for the commit (the 30 s busy timeout), where in WAL they would
-have read the empty store at once. Stores that hold runs never switch: their readers keep WAL's
-reads beside a writer.
+SQLite refuses the switch at once while another connection holds a lock on the file (any
+connection that has read it); the load then goes through the WAL as every other write does.
+A connection that opens during the load waits for it (the 30 s busy timeout; past that it gets
+the store's one-line "the database is busy" error), where in WAL it would have read the empty
+store at once. Stores that hold runs never switch: their readers keep WAL's reads beside a writer.
 """
 
 from __future__ import annotations
@@ -28,27 +31,26 @@ __all__ = ["back_to_wal", "without_wal"]
 
 
 def without_wal(connection: sqlite3.Connection) -> bool:
-    """Switch the file of ``connection`` (outside a transaction) to a rollback journal if its store
-    holds no runs and no other connection has it open; True when switched."""
+    """Take the file of ``connection`` (outside a transaction) for a first load through a rollback
+    journal if its store holds no runs and no other connection holds a lock on it; True when done,
+    and the connection must then end with :func:`back_to_wal` and be closed. False leaves the
+    connection as it was (WAL, normal locking)."""
     if connection.execute("SELECT 1 FROM runs LIMIT 1").fetchall():
         return False
+    connection.execute("PRAGMA locking_mode=EXCLUSIVE")  # from the switch on, the lock stays ours
     try:
         mode = connection.execute("PRAGMA journal_mode=DELETE").fetchall()[0][0]
-    except sqlite3.OperationalError:  # "database is locked": another connection has the file open
-        return False
+    except sqlite3.OperationalError:  # "database is locked": another connection holds a lock
+        mode = None
     if mode != "delete":
+        connection.execute("PRAGMA locking_mode=NORMAL")
         return False
     connection.execute("PRAGMA synchronous=FULL")
     return True
 
 
-def back_to_wal(connection: sqlite3.Connection) -> bool:
-    """Return the file of ``connection`` to WAL and the connection to ``synchronous=NORMAL``
-    after :func:`without_wal`; False if SQLite refused (the connection should then be closed,
-    not reused: the next connection's set-up turns the file back to WAL)."""
-    try:
-        mode = connection.execute("PRAGMA journal_mode=WAL").fetchall()[0][0]
-        connection.execute("PRAGMA synchronous=NORMAL")
-    except sqlite3.Error:
-        return False
-    return mode == "wal"
+def back_to_wal(connection: sqlite3.Connection) -> None:
+    """Turn the file back to WAL after the load, committed or rolled back, while ``connection``
+    still holds the exclusive lock. The connection stays in exclusive locking mode for as long as
+    it lives in WAL: the caller closes it."""
+    connection.execute("PRAGMA journal_mode=WAL")
