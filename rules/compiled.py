@@ -478,7 +478,6 @@ class CompiledMonitor(RunMonitor):
         #: (rule id, findings, what finishes the rule or None when its ``finish`` has nothing to do)
         self._finishers = tuple((monitor.id, monitor.findings, _finisher(monitor, self)) for monitor in self.monitors)
         self._active_finishers = tuple(finisher for _, _, finisher in self._finishers if finisher is not None)
-        self._found_lists = tuple(found for _, found, _ in self._finishers)
         #: every rule's own findings list by rule id (lists are cleared, never replaced)
         self._live_findings = {rule_id: found for rule_id, found, _ in self._finishers}
 
@@ -506,7 +505,7 @@ class CompiledMonitor(RunMonitor):
         until the next :meth:`reset` (for a caller that writes them out at once, as scoring does)."""
         for finisher in self._active_finishers:
             finisher()
-        for found in self._found_lists:
+        for found in self._live_findings.values():
             if len(found) > 1:
                 found.sort(key=_sort_key)
         return self._live_findings

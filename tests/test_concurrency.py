@@ -121,3 +121,16 @@ def test_busy_sqlite_writer_is_one_line(tmp_path: Path) -> None:
 
     error = translate(sqlite3.OperationalError("database is locked"))
     assert isinstance(error, StoreError) and "busy" in str(error) and "\n" not in str(error)
+
+
+def test_a_busy_error_wrapped_by_sqlalchemy_is_still_busy() -> None:
+    """Stores on SQLAlchemy's path (in-memory, URI URLs) raise the driver's error wrapped: a store's
+    first contact must still call it busy, not a reason to check the file."""
+    import sqlite3
+
+    from sqlalchemy.exc import OperationalError
+
+    from procgrade.engine.store.database_errors import is_busy
+
+    assert is_busy(OperationalError("SELECT 1", {}, sqlite3.OperationalError("database is locked")))
+    assert not is_busy(OperationalError("SELECT 1", {}, sqlite3.OperationalError("unable to open database file")))

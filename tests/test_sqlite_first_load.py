@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
-from builders import ev, extra_events, models, small_run, write_jsonl
+from builders import ev, models, small_run, write_jsonl
 
 from procgrade.engine.ingest import ingest_native
 from procgrade.engine.log_verification import verify_log
@@ -137,7 +137,7 @@ def test_a_failed_first_load_leaves_an_empty_store_in_wal(tmp_path: Path) -> Non
                 writer.append("r1", _big_run("r1"))
                 raise RuntimeError("input broke")
         assert store.runs() == []
-        with store._reading() as cursor:  # the connection went back to the pool in WAL
+        with store._reading() as cursor:  # the load's connection was closed; the next one is in WAL
             assert cursor.execute("PRAGMA journal_mode").fetchall()[0][0] == "wal"
     finally:
         store.close()

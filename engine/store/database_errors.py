@@ -40,8 +40,10 @@ def _driver_classes() -> tuple[tuple[type[BaseException], ...], tuple[type[BaseE
 
 
 def is_busy(exc: BaseException) -> bool:
-    """SQLite's "database is locked" (another writer held the lock past the busy timeout)."""
-    return isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc)
+    """SQLite's "database is locked" (another writer held the lock past the busy timeout), raw or
+    wrapped by SQLAlchemy."""
+    original = getattr(exc, "orig", None) or exc
+    return isinstance(original, sqlite3.OperationalError) and "locked" in str(original)
 
 
 def translate(exc: BaseException) -> StoreError | None:
