@@ -24,7 +24,7 @@ from pydantic import ValidationError
 
 from procgrade.engine.errors import InputError
 from procgrade.engine.events import Event, event_adapter
-from procgrade.engine.importers.redaction import Redactor, unchanged_json_line
+from procgrade.engine.importers.redaction import Redactor, unchanged_json_line, unchanged_json_lines
 from procgrade.engine.json_guards import MAX_DEPTH, duplicate_key, key_endings, nesting_error
 from procgrade.engine.native_workers import BLOCK_LINES
 
@@ -208,14 +208,37 @@ def _event_items(source: str, lines: Iterable[bytes]) -> Iterator[_Item]:
 
 
 def _row_items(source: str, numbered: Iterable[tuple[int, bytes]]) -> Iterator[_Item]:
+    """Each line's item with its prepared row, taken :data:`SCAN_LINES` lines at a time: the
+    redaction filter scans those lines at once (:func:`unchanged_json_lines`). A line that
+    cannot be read comes after the items of the lines before it, as line by line."""
     from procgrade.engine.stored import prepare_row
 
-    for number, raw in numbered:
-        if not raw.strip():
-            continue
-        event, record, redacted, canonical = _checked(source, number, raw)
-        row = prepare_row(event, record, canonical)
-        yield number, row[0], row[1], row[2], row[4], row, redacted
+    numbered = iter(numbered)
+    while True:
+        lines: list[tuple[int, bytes]] = []
+        failure: Exception | None = None
+        try:
+            for pair in numbered:
+                lines.append(pair)
+                if len(lines) >= SCAN_LINES:
+                    break
+        except Exception as exc:  # reported once the lines before it are checked
+            failure = exc
+        for (number, raw), unchanged in zip(lines, unchanged_json_lines([raw for _, raw in lines])):
+            if not raw.strip():
+                continue
+            event, record, redacted, canonical = _checked(source, number, raw, unchanged)
+            row = prepare_row(event, record, canonical)
+            yield number, row[0], row[1], row[2], row[4], row, redacted
+        if failure is not None:
+            raise failure
+        if len(lines) < SCAN_LINES:
+            return
+
+
+#: Lines the redaction filter scans at once (and a worker's rows marshalled at once): their
+#: rows are built and handed on while still in the processor's cache.
+SCAN_LINES = 250
 
 
 def _sequenced(source: str, blocks: Iterable[list[_Item]], chunk: int | None, *, rows: bool) -> Iterator[RunEvents]:
@@ -357,9 +380,11 @@ def _validated(source: str, number: int, raw: bytes) -> tuple[Event, dict[str, A
     return _checked(source, number, raw)[:3]
 
 
-def _checked(source: str, number: int, raw: bytes) -> tuple[Event, dict[str, Any] | None, int, bool | None]:
+def _checked(source: str, number: int, raw: bytes,
+             unchanged: bool | None = None) -> tuple[Event, dict[str, Any] | None, int, bool | None]:
     """:func:`_validated`, and whether orjson's sorted bytes are RFC 8785 for the parsed object
-    (no float, no key outside the BMP), when the line check found out (else None)."""
+    (no float, no key outside the BMP), when the line check found out (else None). ``unchanged``
+    is :func:`unchanged_json_line` of ``raw`` when the caller found it out already."""
     try:
         record = orjson.loads(raw)
     except orjson.JSONDecodeError:
@@ -375,7 +400,7 @@ def _checked(source: str, number: int, raw: bytes) -> tuple[Event, dict[str, Any
         raise _input_error(source, number, exc) from None
     if record is None and _NON_JSON_NUMBER.search(raw) is not None:
         _refuse_non_json_numbers(source, number, raw)
-    redacted_event, redacted = _redacted(event, raw, record)
+    redacted_event, redacted = _redacted(event, raw, record, unchanged)
     return (event, record, 0, canonical) if not redacted else (redacted_event, None, redacted, None)
 
 
@@ -438,12 +463,13 @@ def _check_shape(source: str, number: int, raw: bytes) -> None:
 _NOT_REDACTED = frozenset({"run_id", "seq", "event_id", "ts", "kind", "actor", "stage", "parent_seq"})
 
 
-def _redacted(event: Event, raw: bytes, record: dict[str, Any] | None = None) -> tuple[Event, int]:
+def _redacted(event: Event, raw: bytes, record: dict[str, Any] | None = None,
+              unchanged: bool | None = None) -> tuple[Event, int]:
     """The event with every secret replaced by the redaction marker (the same kinds the harness
     importers redact), and how many. Most lines are decided from their bytes by one scan
     (:func:`unchanged_json_line`), which show every marker their strings hold unless an escape
     spells one (``\\u0073k-`` is ``sk-``, ``:\\/\\/`` is ``://``): such lines are looked at as parsed."""
-    if unchanged_json_line(raw):
+    if unchanged if unchanged is not None else unchanged_json_line(raw):
         return event, 0
     if record is None:
         try:

@@ -76,3 +76,41 @@ def test_a_repeated_key_is_never_taken_for_a_plain_line() -> None:
         repeated = raw.replace(b'{"k0"', b'{"k0":"x","k0"', 1)
         assert _plain_shape(repeated, orjson.loads(repeated))[0] is False, repeated
     assert plain_seen > 1000  # most good lines stay on the fast path
+
+
+def _event_line(seq: int) -> bytes:
+    import orjson
+
+    kind = {"kind": "run_started", "harness": {"name": "h"}} if seq == 0 else {"kind": "message", "text": "hi"}
+    return orjson.dumps({"run_id": "r", "seq": seq, "event_id": f"e{seq}", "actor": "agent", **kind})
+
+
+@pytest.mark.parametrize("bad_at", [2, native.SCAN_LINES - 1, native.SCAN_LINES, native.SCAN_LINES + 3])
+def test_lines_read_a_block_at_a_time_report_the_first_problem_in_file_order(bad_at: int) -> None:
+    """The redaction filter takes SCAN_LINES lines at once, but a bad line before an overlong one
+    is still the error reported, and an overlong line after good ones comes after their rows."""
+    lines = [_event_line(seq) for seq in range(native.SCAN_LINES + 10)]
+    lines[bad_at] = b'{"run_id": "r", "seq": '  # not JSON
+    long_at = bad_at + 1
+    lines[long_at] = b"x" * 100
+
+    def numbered() -> Iterator[tuple[int, bytes]]:
+        for number, raw in enumerate(lines, start=1):
+            if number == long_at + 1:
+                raise InputError("f", number, None, "line longer than 10 bytes")
+            yield number, raw
+
+    items = []
+    with pytest.raises(InputError) as caught:
+        for item in native._row_items("f", numbered()):
+            items.append(item)
+    assert caught.value.line == bad_at + 1 and "invalid JSON" in caught.value.reason
+    assert [item[0] for item in items] == list(range(1, bad_at + 1))
+
+    lines[bad_at] = _event_line(bad_at)
+    items = []
+    with pytest.raises(InputError) as caught:
+        for item in native._row_items("f", numbered()):
+            items.append(item)
+    assert (caught.value.line, caught.value.reason) == (long_at + 1, "line longer than 10 bytes")
+    assert [item[0] for item in items] == list(range(1, long_at + 1))

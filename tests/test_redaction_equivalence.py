@@ -125,3 +125,20 @@ def test_credentials_after_a_link_are_found_whatever_precedes_them(text: str) ->
     fast, slow = redaction.Redactor(), reference.Redactor()
     assert fast.value({"text": text}) == slow.value({"text": text})
     assert fast.count == slow.count
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.dictionaries(_KEYS, _RECORDS, max_size=3), st.sampled_from(sorted(_LINE_STYLES))),
+                max_size=12))
+def test_a_block_of_lines_is_cleared_as_each_line_alone(records: list[tuple[dict[str, Any], str]]) -> None:
+    """Native ingest scans a block of lines at once (:func:`unchanged_json_lines`): each line gets
+    the answer the per-line scan gives, whatever its neighbours hold (no marker spans two lines)."""
+    lines = [_LINE_STYLES[style](record).replace("\n", " ").encode() for record, style in records]
+    assert redaction.unchanged_json_lines(lines) == [redaction.unchanged_json_line(line) for line in lines]
+
+
+def test_a_marker_split_across_two_lines_is_not_found() -> None:
+    """``s`` ending one line and ``k-...`` starting the next are no ``sk-``: both lines are clear."""
+    lines = [b'{"a":"s', b'k-proj-abcdefghijklmnopqrstuvwx123"}', b'{"note":"\\u0073k-proj-abcdefghijklmnopqrstuvwx"}', b""]
+    assert redaction.unchanged_json_lines(lines) == [True, True, False, True]
+    assert redaction.unchanged_json_lines([]) == []

@@ -14,7 +14,10 @@ from __future__ import annotations
 import functools
 import math
 import re
+from bisect import bisect_right
 from collections import Counter
+from collections.abc import Sequence
+from itertools import accumulate
 from typing import Any
 
 import orjson
@@ -256,6 +259,21 @@ def unchanged_json_line(line: bytes) -> bool:
     return _unchanged_text(line, _line_marker_hits)
 
 
+def unchanged_json_lines(lines: Sequence[bytes]) -> list[bool]:
+    """:func:`unchanged_json_line` of each of ``lines`` (JSON lines without their newline), from
+    one scan of them all: most lines hold no marker and no unsure sequence, and one call over a
+    block costs what a few calls over single lines do. Only lines where the scan found
+    something get the per-line look. No marker or unsure sequence holds a newline, so none
+    found in the joined text spans two lines."""
+    flags = [True] * len(lines)
+    starts = _line_match_starts(b"\n".join(lines).lower())
+    if starts:
+        ends = list(accumulate(len(line) + 1 for line in lines))  # where each line's successor starts
+        for index in sorted({bisect_right(ends, start) for start in starts}):
+            flags[index] = unchanged_json_line(lines[index])
+    return flags
+
+
 def _unchanged_text(blob: bytes, marker_hits: Any) -> bool:
     lowered = blob.lower()
     hits, unsure = marker_hits(lowered)  # (``lower`` keeps non-ASCII bytes as they are)
@@ -381,14 +399,18 @@ def _scanner() -> Any:
 _has_marker = _scanner()
 
 
-def _hits_scanner(unsure: tuple[bytes, ...]) -> Any:
-    """Where markers start in lower-cased UTF-8 bytes (overlapping ones included), and whether
-    the bytes hold one of ``unsure`` (sequences that may hide a marker): one scan answers both."""
+def _hits_scanner(unsure: tuple[bytes, ...]) -> tuple[Any, Any]:
+    """Two scans of lower-cased UTF-8 bytes: (where markers start, overlapping ones included,
+    and whether the bytes hold one of ``unsure``, sequences that may hide a marker), and where
+    either starts."""
     try:
         import ahocorasick_rs
     except ImportError:  # pragma: no cover
-        overlapping = re.compile(b"(?=(" + _ANY_MARKER_BYTES.pattern + b"))")
-        return lambda data: ([m.start() for m in overlapping.finditer(data)], any(bad in data for bad in unsure))
+        overlapping = re.compile(b"(?=(" + _ANY_MARKER_BYTES.pattern + b"|" +
+                                 b"|".join(map(re.escape, unsure)) + b"))")
+        markers_only = re.compile(b"(?=(" + _ANY_MARKER_BYTES.pattern + b"))")
+        return (lambda data: ([m.start() for m in markers_only.finditer(data)], any(bad in data for bad in unsure)),
+                lambda data: [m.start() for m in overlapping.finditer(data)])
     automaton = ahocorasick_rs.BytesAhoCorasick([marker.encode() for marker in _MARKERS] + list(unsure))
     markers = len(_MARKERS)
 
@@ -397,13 +419,16 @@ def _hits_scanner(unsure: tuple[bytes, ...]) -> Any:
         hits = [start for index, start, _ in found if index < markers]
         return hits, len(hits) != len(found)
 
-    return scan
+    def starts(data: bytes) -> list[int]:
+        return [start for _, start, _ in automaton.find_matches_as_indexes(data, overlapping=True)]
+
+    return scan, starts
 
 
-_marker_hits = _hits_scanner(_UNFOLDED)
+_marker_hits = _hits_scanner(_UNFOLDED)[0]
 #: Escapes that may spell a marker's letter or ``/`` in JSON text orjson did not write.
 _LETTER_ESCAPES = (b"\\u", b"\\/")
-_line_marker_hits = _hits_scanner(_UNFOLDED + _LETTER_ESCAPES)
+_line_marker_hits, _line_match_starts = _hits_scanner(_UNFOLDED + _LETTER_ESCAPES)
 
 
 def _present_scanner() -> Any:
