@@ -9,6 +9,7 @@ hash, so old scores stay reproducible and new ones are told apart.
 from __future__ import annotations
 
 import hashlib
+import operator
 import posixpath
 from functools import lru_cache
 from typing import Any
@@ -109,13 +110,17 @@ _remembered_command_hash = lru_cache(maxsize=8192)(_command_hash)
 
 def test_outcome(event: TestRun) -> str | None:
     """pass / fail / error from the counts and exit code; None when nothing tells."""
-    if event.errored:
+    return _test_outcome(event.exit_code, event.passed, event.failed, event.errored)
+
+
+def _test_outcome(exit_code: int | None, passed: int | None, failed: int | None, errored: int | None) -> str | None:
+    if errored:
         return "error"
-    if event.failed:
+    if failed:
         return "fail"
-    if event.exit_code is not None and event.exit_code != 0:
+    if exit_code is not None and exit_code != 0:
         return "fail"
-    if event.passed or event.exit_code == 0:
+    if passed or exit_code == 0:
         return "pass"
     return None
 
@@ -151,24 +156,45 @@ def _extractor(**sources: Any) -> Any:
     return extract
 
 
-def _hash_of_command(event: Any) -> str | None:
-    return None if event.command is None else command_hash(event.command)
+def _remembered_extractor(inputs: tuple[str, ...], **sources: Any) -> Any:
+    """An extractor whose columns are functions of the fields ``inputs`` alone: each
+    ``column=callable(*values of inputs)`` (it is handed nothing else, so it cannot depend on
+    anything else), remembered by those values. A run reads, edits and runs the same few
+    hundred paths and commands again and again; texts longer than a remembered path are not kept."""
+    slots = tuple((_INDEX[name], getter) for name, getter in sources.items())
+    width = len(FACT_COLUMNS)
+    values_of = operator.attrgetter(*inputs)
+    single = len(inputs) == 1
+    remembered: dict[Any, tuple[Any, ...]] = {}
+
+    def extract(event: Event) -> tuple[Any, ...]:
+        key = values_of(event)
+        facts = remembered.get(key)
+        if facts is None:
+            values = (key,) if single else key
+            row = [None] * width
+            for index, getter in slots:
+                row[index] = getter(*values)
+            facts = tuple(row)
+            if len(remembered) < _REMEMBERED_FACTS and all(
+                    type(value) is not str or len(value) <= _REMEMBERED_LENGTH for value in values):
+                remembered[key] = facts
+        return facts
+
+    extract.remembered = remembered  # type: ignore[attr-defined]
+    return extract
 
 
-def _exit_outcome_of(event: Any) -> str | None:
-    return _exit_outcome(event.exit_code)
+#: Distinct inputs remembered per kind (each at most a few KB).
+_REMEMBERED_FACTS = 8192
 
 
-def _key_of_command(event: Any) -> str | None:
-    return None if event.command is None else command_hash(normalised_command(event.command))
+def _command_hash_of(command: str | None) -> str | None:
+    return None if command is None else command_hash(command)
 
 
-def _command_io_path(event: Any) -> str | None:
-    return normal_path(command_io(event.command).path)
-
-
-def _command_io(event: Any) -> str | None:
-    return command_io(event.command).role
+def _command_key_of(command: str | None) -> str | None:
+    return None if command is None else command_hash(normalised_command(command))
 
 
 def _job_output(event: Any) -> str | None:
@@ -176,26 +202,42 @@ def _job_output(event: Any) -> str | None:
 
 
 _EXTRACTORS: dict[type[Event], Any] = {
-    FileRead: _extractor(path=lambda e: normal_path(e.path), io_path=lambda e: normal_path(e.path),
-                         io=lambda e: "read", area=lambda e: area_of(normal_path(e.path))),
-    FileEdit: _extractor(path=lambda e: normal_path(e.path), new_path=lambda e: normal_path(e.new_path),
-                         edit_kind=lambda e: e.edit_kind, area=lambda e: area_of(normal_path(e.path))),
-    Command: _extractor(command=lambda e: e.command, cmd_hash=_hash_of_command,
-                        exit_code=lambda e: e.exit_code, outcome=_exit_outcome_of,
-                        io_path=_command_io_path, io=_command_io, cmd_key=_key_of_command),
-    TestRun: _extractor(command=lambda e: e.command, cmd_hash=_hash_of_command, exit_code=lambda e: e.exit_code,
-                        outcome=test_outcome, tests_passed=lambda e: e.passed, tests_failed=lambda e: e.failed,
-                        tests_errored=lambda e: e.errored, cmd_key=_key_of_command),
+    # the kinds most events are, remembered by the fields they derive from
+    FileRead: _remembered_extractor(("path",), path=normal_path, io_path=normal_path, io=lambda path: "read",
+                                    area=lambda path: area_of(normal_path(path))),
+    FileEdit: _remembered_extractor(("path", "new_path", "edit_kind"),
+                                    path=lambda path, new, how: normal_path(path),
+                                    new_path=lambda path, new, how: normal_path(new),
+                                    edit_kind=lambda path, new, how: how,
+                                    area=lambda path, new, how: area_of(normal_path(path))),
+    Command: _remembered_extractor(("command", "exit_code"), command=lambda command, code: command,
+                                   cmd_hash=lambda command, code: _command_hash_of(command),
+                                   exit_code=lambda command, code: code,
+                                   outcome=lambda command, code: _exit_outcome(code),
+                                   io_path=lambda command, code: normal_path(command_io(command).path),
+                                   io=lambda command, code: command_io(command).role,
+                                   cmd_key=lambda command, code: _command_key_of(command)),
+    TestRun: _remembered_extractor(("command", "exit_code", "passed", "failed", "errored"),
+                                   command=lambda command, *counts: command,
+                                   cmd_hash=lambda command, *counts: _command_hash_of(command),
+                                   exit_code=lambda command, code, passed, failed, errored: code,
+                                   outcome=lambda command, *counts: _test_outcome(*counts),
+                                   tests_passed=lambda command, code, passed, failed, errored: passed,
+                                   tests_failed=lambda command, code, passed, failed, errored: failed,
+                                   tests_errored=lambda command, code, passed, failed, errored: errored,
+                                   cmd_key=lambda command, *counts: _command_key_of(command)),
     Message: _extractor(intent=lambda e: e.intent),
     Delegation: _extractor(worker_id=lambda e: e.worker_id, context_count=lambda e: len(e.context or ())),
     # The report's primary evidence (the first path it cites) is what must be re-read.
     WorkerReport: _extractor(worker_id=lambda e: e.worker_id, outcome=lambda e: e.status,
                              path=lambda e: normal_path(e.evidence[0]) if e.evidence else None),
-    JobStarted: _extractor(job_id=lambda e: e.job_id, command=lambda e: e.command, cmd_hash=_hash_of_command,
+    JobStarted: _extractor(job_id=lambda e: e.job_id, command=lambda e: e.command,
+                           cmd_hash=lambda e: _command_hash_of(e.command),
                            path=lambda e: normal_path(e.output_path), io_path=_job_output, io=lambda e: "job_started",
-                           cmd_key=_key_of_command),
+                           cmd_key=lambda e: _command_key_of(e.command)),
     JobPolled: _extractor(job_id=lambda e: e.job_id),
-    JobFinished: _extractor(job_id=lambda e: e.job_id, exit_code=lambda e: e.exit_code, outcome=_exit_outcome_of,
+    JobFinished: _extractor(job_id=lambda e: e.job_id, exit_code=lambda e: e.exit_code,
+                            outcome=lambda e: _exit_outcome(e.exit_code),
                             path=lambda e: normal_path(e.output_path), io_path=lambda e: normal_path(e.output_path),
                             io=lambda e: "job_finished"),
     RunEnded: _extractor(status=lambda e: e.status),
