@@ -160,7 +160,9 @@ def _remembered_extractor(inputs: tuple[str, ...], **sources: Any) -> Any:
     """An extractor whose columns are functions of the fields ``inputs`` alone: each
     ``column=callable(*values of inputs)`` (it is handed nothing else, so it cannot depend on
     anything else), remembered by those values. A run reads, edits and runs the same few
-    hundred paths and commands again and again; texts longer than a remembered path are not kept."""
+    hundred paths and commands again and again. Only plain ints, None and texts up to a remembered
+    path's length are kept, the first :data:`_REMEMBERED_FACTS` distinct inputs (a validated event
+    holds nothing else; an unvalidated copy holding ``True`` must not answer for ``1``)."""
     slots = tuple((_INDEX[name], getter) for name, getter in sources.items())
     width = len(FACT_COLUMNS)
     values_of = operator.attrgetter(*inputs)
@@ -177,7 +179,8 @@ def _remembered_extractor(inputs: tuple[str, ...], **sources: Any) -> Any:
                 row[index] = getter(*values)
             facts = tuple(row)
             if len(remembered) < _REMEMBERED_FACTS and all(
-                    type(value) is not str or len(value) <= _REMEMBERED_LENGTH for value in values):
+                    value is None or type(value) is int or (type(value) is str and len(value) <= _REMEMBERED_LENGTH)
+                    for value in values):  # never a bool or float (1 == True == 1.0 as keys)
                 remembered[key] = facts
         return facts
 

@@ -209,8 +209,9 @@ def _event_items(source: str, lines: Iterable[bytes]) -> Iterator[_Item]:
 
 def _row_items(source: str, numbered: Iterable[tuple[int, bytes]]) -> Iterator[_Item]:
     """Each line's item with its prepared row, taken :data:`SCAN_LINES` lines at a time: the
-    redaction filter scans those lines at once (:func:`unchanged_json_lines`). A line that
-    cannot be read comes after the items of the lines before it, as line by line."""
+    redaction filter scans those lines at once (:func:`unchanged_json_lines`; a line where it
+    finds something gets the per-line look after it validates, as before). A line that cannot
+    be read comes after the items of the lines before it, as line by line."""
     from procgrade.engine.stored import prepare_row
 
     numbered = iter(numbered)

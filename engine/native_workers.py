@@ -252,9 +252,9 @@ def _blocks(lines: Iterable[bytes]) -> Iterator[tuple[int, list[bytes]]]:
         yield first, block
 
 
-def _prepare_block(source: str, first: int, lines: list[bytes]) -> tuple[bytes, Any]:
-    """(the block's items up to the line that stopped it, marshalled; that line's error as
-    (line, field, reason), any other error as itself, or None). Any error, not only bad input,
+def _prepare_block(source: str, first: int, lines: list[bytes]) -> tuple[list[bytes], Any]:
+    """(the block's items up to the line that stopped it, marshalled SCAN_LINES at a time; that
+    line's error as (line, field, reason), any other error as itself, or None). Any error, not only bad input,
     comes back with the items before it, so the caller's checks across those lines still run
     first, as they do when one process reads everything."""
     from procgrade.engine.native import SCAN_LINES, _row_items
@@ -287,8 +287,8 @@ def _pickles(exc: BaseException) -> bool:
     return True
 
 
-def _unpacked(source: str, result: tuple[bytes, Any]) -> Iterator[list[tuple]]:
-    """A worker's block: its items (one list), then the error that stopped it, if any."""
+def _unpacked(source: str, result: tuple[list[bytes], Any]) -> Iterator[list[tuple]]:
+    """A worker's block: its items (a list per marshalled part), then the error that stopped it, if any."""
     packed, error = result
     for part in packed:
         yield marshal.loads(part)

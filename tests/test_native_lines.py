@@ -114,3 +114,20 @@ def test_lines_read_a_block_at_a_time_report_the_first_problem_in_file_order(bad
             items.append(item)
     assert (caught.value.line, caught.value.reason) == (long_at + 1, "line longer than 10 bytes")
     assert [item[0] for item in items] == list(range(1, long_at + 1))
+
+
+def test_a_cut_off_line_holding_a_marker_is_reported_as_invalid_json_in_its_turn() -> None:
+    """The block's redaction scan runs before any line is validated: a line cut off mid-write that
+    holds a marker (``token``) is still reported as invalid JSON at its line, and only after the
+    problems of the lines before it, in this process and in a worker's block."""
+    from procgrade.engine.native_workers import _prepare_block
+
+    cut = b'{"run_id": "r", "seq": 3, "kind": "message", "text": "the token'
+    for lines, expected in (([_event_line(0), _event_line(1), cut], (3, "invalid JSON")),
+                            ([_event_line(0), b'{"seq": 1}', cut], (2, "missing")),
+                            ([_event_line(0), _event_line(5), cut], (2, "seqs must be gapless"))):
+        with pytest.raises(InputError) as caught:
+            list(native.iter_native_rows("f", lines))
+        assert caught.value.line == expected[0] and expected[1] in caught.value.reason
+    packed, error = _prepare_block("f", 1, [_event_line(0), cut])
+    assert error[0] == 2 and "invalid JSON" in error[2] and len(packed) == 1

@@ -62,3 +62,12 @@ def test_what_is_remembered_is_bounded_and_answers_as_deriving_again(monkeypatch
             expected["new_path"] = facts.normal_path(new)
         assert columns(event) == expected
     assert len(extractor.remembered) <= facts._REMEMBERED_FACTS
+
+
+def test_an_unvalidated_copy_holding_other_types_does_not_answer_for_a_valid_event() -> None:
+    """``True == 1`` as a key: a copy made without validation (``exit_code=True``) is derived but
+    not remembered, so a valid event with exit code 1 gets its own columns."""
+    odd = Command(seq=1, command="make odd-types", exit_code=0, **_ENVELOPE).model_copy(update={"exit_code": True})
+    assert extract_facts(odd)[FACT_COLUMNS_INDEX["exit_code"]] is True
+    valid = Command(seq=2, command="make odd-types", exit_code=1, **_ENVELOPE)
+    assert type(extract_facts(valid)[FACT_COLUMNS_INDEX["exit_code"]]) is int

@@ -22,7 +22,8 @@ from typing import Any
 
 import orjson
 
-__all__ = ["REDACTION_MARKER", "Redactor", "redact_text", "shannon_entropy", "unchanged_json", "unchanged_json_line"]
+__all__ = ["REDACTION_MARKER", "Redactor", "redact_text", "shannon_entropy", "unchanged_json", "unchanged_json_line",
+           "unchanged_json_lines"]
 
 #: What every secret is replaced by. Fixed, so re-imports store the same bytes.
 REDACTION_MARKER = "[REDACTED-SECRET]"
@@ -259,18 +260,19 @@ def unchanged_json_line(line: bytes) -> bool:
     return _unchanged_text(line, _line_marker_hits)
 
 
-def unchanged_json_lines(lines: Sequence[bytes]) -> list[bool]:
-    """:func:`unchanged_json_line` of each of ``lines`` (JSON lines without their newline), from
-    one scan of them all: most lines hold no marker and no unsure sequence, and one call over a
-    block costs what a few calls over single lines do. Only lines where the scan found
-    something get the per-line look. No marker or unsure sequence holds a newline, so none
+def unchanged_json_lines(lines: Sequence[bytes]) -> list[bool | None]:
+    """For each of ``lines`` (JSON lines without their newline): True where one scan of them all
+    finds no marker and no unsure sequence (redacting it would change nothing), None where it
+    finds one: :func:`unchanged_json_line` must look at that line, once it is known to be valid
+    JSON (its look parses parts of it). Most lines hold nothing, and one scan of a block costs
+    what a few scans of single lines do. No marker or unsure sequence holds a newline, so none
     found in the joined text spans two lines."""
-    flags = [True] * len(lines)
+    flags: list[bool | None] = [True] * len(lines)
     starts = _line_match_starts(b"\n".join(lines).lower())
     if starts:
         ends = list(accumulate(len(line) + 1 for line in lines))  # where each line's successor starts
-        for index in sorted({bisect_right(ends, start) for start in starts}):
-            flags[index] = unchanged_json_line(lines[index])
+        for start in starts:
+            flags[bisect_right(ends, start)] = None
     return flags
 
 
