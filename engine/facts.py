@@ -143,14 +143,16 @@ _INDEX = {name: i for i, name in enumerate(FACT_COLUMNS)}
 
 
 def _extractor(**sources: Any) -> Any:
-    """Build a fast extractor: ``column=callable(event)`` pairs placed at their column positions."""
+    """Build a fast extractor: ``column=callable(event)`` pairs placed at their column positions
+    (each callable is handed what the extractor is: the event, or the values of
+    :func:`_remembered_extractor`'s inputs)."""
     slots = tuple((_INDEX[name], getter) for name, getter in sources.items())
     width = len(FACT_COLUMNS)
 
-    def extract(event: Event) -> tuple[Any, ...]:
+    def extract(*given: Any) -> tuple[Any, ...]:
         row = [None] * width
         for index, getter in slots:
-            row[index] = getter(event)
+            row[index] = getter(*given)
         return tuple(row)
 
     return extract
@@ -163,8 +165,7 @@ def _remembered_extractor(inputs: tuple[str, ...], **sources: Any) -> Any:
     hundred paths and commands again and again. Only plain ints, None and texts up to a remembered
     path's length are kept, the first :data:`_REMEMBERED_FACTS` distinct inputs (a validated event
     holds nothing else; an unvalidated copy holding ``True`` must not answer for ``1``)."""
-    slots = tuple((_INDEX[name], getter) for name, getter in sources.items())
-    width = len(FACT_COLUMNS)
+    derive = _extractor(**sources)
     values_of = operator.attrgetter(*inputs)
     single = len(inputs) == 1
     remembered: dict[Any, tuple[Any, ...]] = {}
@@ -174,10 +175,7 @@ def _remembered_extractor(inputs: tuple[str, ...], **sources: Any) -> Any:
         facts = remembered.get(key)
         if facts is None:
             values = (key,) if single else key
-            row = [None] * width
-            for index, getter in slots:
-                row[index] = getter(*values)
-            facts = tuple(row)
+            facts = derive(*values)
             if len(remembered) < _REMEMBERED_FACTS and all(
                     value is None or type(value) is int or (type(value) is str and len(value) <= _REMEMBERED_LENGTH)
                     for value in values):  # never a bool or float (1 == True == 1.0 as keys)

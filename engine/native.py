@@ -384,8 +384,9 @@ def _validated(source: str, number: int, raw: bytes) -> tuple[Event, dict[str, A
 def _checked(source: str, number: int, raw: bytes,
              unchanged: bool | None = None) -> tuple[Event, dict[str, Any] | None, int, bool | None]:
     """:func:`_validated`, and whether orjson's sorted bytes are RFC 8785 for the parsed object
-    (no float, no key outside the BMP), when the line check found out (else None). ``unchanged``
-    is :func:`unchanged_json_line` of ``raw`` when the caller found it out already."""
+    (no float, no key outside the BMP), when the line check found out (else None). ``unchanged``:
+    True when the caller knows redacting ``raw`` changes nothing (:func:`unchanged_json_lines`),
+    else the line is looked at here."""
     try:
         record = orjson.loads(raw)
     except orjson.JSONDecodeError:
@@ -470,7 +471,7 @@ def _redacted(event: Event, raw: bytes, record: dict[str, Any] | None = None,
     importers redact), and how many. Most lines are decided from their bytes by one scan
     (:func:`unchanged_json_line`), which show every marker their strings hold unless an escape
     spells one (``\\u0073k-`` is ``sk-``, ``:\\/\\/`` is ``://``): such lines are looked at as parsed."""
-    if unchanged if unchanged is not None else unchanged_json_line(raw):
+    if unchanged or unchanged_json_line(raw):
         return event, 0
     if record is None:
         try:
