@@ -24,7 +24,7 @@ from pydantic import ValidationError
 
 from procgrade.engine.errors import InputError
 from procgrade.engine.events import Event, event_adapter
-from procgrade.engine.importers.redaction import Redactor, unchanged_json_line, unchanged_json_lines
+from procgrade.engine.importers.redaction import LineHits, Redactor, unchanged_json_line, unchanged_json_lines
 from procgrade.engine.json_guards import MAX_DEPTH, duplicate_key, key_endings, nesting_error
 from procgrade.engine.native_workers import BLOCK_LINES
 
@@ -210,8 +210,8 @@ def _event_items(source: str, lines: Iterable[bytes]) -> Iterator[_Item]:
 def _row_items(source: str, numbered: Iterable[tuple[int, bytes]]) -> Iterator[_Item]:
     """Each line's item with its prepared row, taken :data:`SCAN_LINES` lines at a time: the
     redaction filter scans those lines at once (:func:`unchanged_json_lines`; a line where it
-    finds something gets the per-line look after it validates, as before). A line that cannot
-    be read comes after the items of the lines before it, as line by line."""
+    finds something gets the per-line look at what it found after the line validates). A line
+    that cannot be read comes after the items of the lines before it, as line by line."""
     from procgrade.engine.stored import prepare_row
 
     numbered = iter(numbered)
@@ -382,11 +382,11 @@ def _validated(source: str, number: int, raw: bytes) -> tuple[Event, dict[str, A
 
 
 def _checked(source: str, number: int, raw: bytes,
-             unchanged: bool | None = None) -> tuple[Event, dict[str, Any] | None, int, bool | None]:
+             unchanged: bool | LineHits | None = None) -> tuple[Event, dict[str, Any] | None, int, bool | None]:
     """:func:`_validated`, and whether orjson's sorted bytes are RFC 8785 for the parsed object
     (no float, no key outside the BMP), when the line check found out (else None). ``unchanged``:
-    True when the caller knows redacting ``raw`` changes nothing (:func:`unchanged_json_lines`),
-    else the line is looked at here."""
+    what the caller's scan of ``raw`` found (:func:`unchanged_json_lines`: True when redacting it
+    changes nothing, else the markers to look at), or None: the line is scanned here."""
     try:
         record = orjson.loads(raw)
     except orjson.JSONDecodeError:
@@ -466,12 +466,13 @@ _NOT_REDACTED = frozenset({"run_id", "seq", "event_id", "ts", "kind", "actor", "
 
 
 def _redacted(event: Event, raw: bytes, record: dict[str, Any] | None = None,
-              unchanged: bool | None = None) -> tuple[Event, int]:
+              unchanged: bool | LineHits | None = None) -> tuple[Event, int]:
     """The event with every secret replaced by the redaction marker (the same kinds the harness
     importers redact), and how many. Most lines are decided from their bytes by one scan
-    (:func:`unchanged_json_line`), which show every marker their strings hold unless an escape
-    spells one (``\\u0073k-`` is ``sk-``, ``:\\/\\/`` is ``://``): such lines are looked at as parsed."""
-    if unchanged or unchanged_json_line(raw):
+    (:func:`unchanged_json_line`; ``unchanged`` is its answer or what it found, when the caller
+    scanned already), which show every marker their strings hold unless an escape spells one
+    (``\\u0073k-`` is ``sk-``, ``:\\/\\/`` is ``://``): such lines are looked at as parsed."""
+    if unchanged is True or unchanged_json_line(raw, unchanged if type(unchanged) is tuple else None):
         return event, 0
     if record is None:
         try:

@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import hashlib
 import operator
+import re
 import typing
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
+import orjson
 from pydantic import BaseModel
 
 from procgrade.engine.canonical import (
@@ -129,12 +131,16 @@ def prepare_row(event: Event, record: dict[str, Any] | None = None, canonical: b
         header.pop("payload_sha256", None)  # the header holds the digest computed here
         if None in header.values():
             header = {k: v for k, v in header.items() if v is not None}
-        if _orjson_is_canonical(payload) if canonical is None else canonical:
-            payload_bytes = stored = canonical_json_of_typed(payload)  # orjson's sorted bytes are RFC 8785 here
+        if canonical is None:
+            payload_bytes = _sorted_if_canonical(payload)
+        else:
+            payload_bytes = canonical_json_of_typed(payload) if canonical else None
+        if payload_bytes is not None:  # orjson's sorted bytes are RFC 8785 here
+            stored = payload_bytes
         else:  # floats (maybe integers beyond 64 bits orjson read as floats): the model's values decide
             payload_bytes, stored = canonical_and_faithful(event.payload)
         payload_sha = hashlib.sha256(payload_bytes).hexdigest()
-        fact_fields = {k: v for k, v in header.items() if k not in _ENVELOPE_SET}
+        fact_fields = {k: header[k] for k in _FACT_KEYS[header["kind"]] if k in header}
         header["payload_sha256"] = payload_sha
         header_canonical = canonical_json_of_typed(header)  # sorted keys: the insertion order is no matter
         facts = canonical_json_of_typed(fact_fields)
@@ -167,7 +173,25 @@ def chain_hashes(rows: Sequence[list[Any]], prev_hash: str) -> str:
 
 
 _NO_PAYLOAD: dict[str, Any] = {}
-_ENVELOPE_SET = frozenset(_ENVELOPE)
+
+
+def _sorted_if_canonical(payload: dict[str, Any]) -> bytes | None:
+    """orjson's sorted bytes of a payload parsed by orjson when they are its RFC 8785 form (no
+    float, no key outside the Basic Multilingual Plane), else None. Decided from those bytes
+    where they show it: ASCII bytes hold no such key, and orjson writes every float with a digit
+    followed by ``.``, ``e`` or ``E`` (``1.0``, ``1e+16``, ``5e-324``), so bytes without one hold no
+    float. Bytes that show one (a string such as ``"v1.2"`` may) are settled by walking the value."""
+    try:
+        payload_bytes = canonical_json_of_typed(payload)
+    except orjson.JSONEncodeError:  # nested deeper than orjson writes: the walk and the model decide
+        return None
+    if payload_bytes.isascii() and _FLOAT_TEXT.search(payload_bytes) is None:
+        return payload_bytes
+    return payload_bytes if _orjson_is_canonical(payload) else None
+
+
+#: What every float looks like in orjson's output; absent, the bytes hold none.
+_FLOAT_TEXT = re.compile(rb"[0-9][.eE]")
 
 
 def _models_in(annotation: Any) -> bool:
@@ -195,6 +219,10 @@ def _dump_is_record(cls: type[Event]) -> bool:
 
 #: Kinds whose header :func:`prepare_row` builds from the parsed line.
 _DUMP_IS_RECORD = frozenset(name for name, cls in EVENT_KINDS.items() if _dump_is_record(cls))
+#: The fields of each such kind that go into its row's ``facts`` (all but the envelope, the
+#: payload and its digest): looked up by name, not found by testing every key of the line.
+_FACT_KEYS = {name: tuple(field for field in EVENT_KINDS[name].model_fields
+                          if field not in _NOT_FACTS and field != "payload") for name in _DUMP_IS_RECORD}
 
 
 def to_event(row: tuple[Any, ...]) -> Event:

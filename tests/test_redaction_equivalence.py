@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import orjson
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -140,15 +141,29 @@ _LINE_BYTES = st.lists(st.sampled_from([fragment.encode() for fragment in _FRAGM
 def test_a_block_of_lines_clears_only_lines_the_per_line_scan_clears(lines: list[bytes]) -> None:
     """Native ingest scans a block of lines at once (:func:`unchanged_json_lines`): a line it
     clears is one the per-line scan clears, whatever its neighbours hold (no marker spans two
-    lines); any other is left to the per-line look (None). Bytes that are not JSON never raise:
-    the block is scanned before any line is validated."""
+    lines); for any other it hands on what the per-line scan of that line alone finds (the same
+    markers, the same unsure answer), and the per-line look at those gives the per-line answer.
+    Bytes that are not JSON never raise: the block is scanned before any line is validated."""
     flags = redaction.unchanged_json_lines(lines)
-    assert len(flags) == len(lines) and set(flags) <= {True, None}
+    assert len(flags) == len(lines)
     for line, flag in zip(lines, flags):
-        if flag:
+        alone = redaction._line_marker_hits(line.lower())
+        if flag is True:
+            assert alone == ([], False)
             assert redaction.unchanged_json_line(line) is True
-    clean = [line for line, flag in zip(lines, flags) if flag is None]
-    assert all(redaction._line_match_starts(line.lower()) for line in clean)
+            continue
+        markers, unsure = flag
+        assert (sorted(markers), unsure) == (sorted(alone[0]), alone[1]) and (markers or unsure)
+        if _valid_json(line):
+            assert redaction.unchanged_json_line(line, flag) is redaction.unchanged_json_line(line)
+
+
+def _valid_json(line: bytes) -> bool:
+    try:
+        orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return False
+    return True
 
 
 def test_a_marker_split_across_two_lines_is_not_found() -> None:
@@ -156,5 +171,7 @@ def test_a_marker_split_across_two_lines_is_not_found() -> None:
     a cut-off line holding a marker is left to the per-line look, never parsed here."""
     lines = [b'{"a":"s', b'k-proj-abcdefghijklmnopqrstuvwx123"}', b'{"note":"\\u0073k-proj-abcdefghijklmnopqrstuvwx"}',
              b"", b'{"text": "the token']
-    assert redaction.unchanged_json_lines(lines) == [True, True, None, True, None]
+    flags = redaction.unchanged_json_lines(lines)
+    assert [flag is True for flag in flags] == [True, True, False, True, False]
+    assert flags[2] == ([], True) and flags[4] == ([len(b'{"text": "the ')], False)  # an escape; "token"
     assert redaction.unchanged_json_lines([]) == []

@@ -22,8 +22,8 @@ from typing import Any
 
 import orjson
 
-__all__ = ["REDACTION_MARKER", "Redactor", "redact_text", "shannon_entropy", "unchanged_json", "unchanged_json_line",
-           "unchanged_json_lines"]
+__all__ = ["REDACTION_MARKER", "LineHits", "Redactor", "redact_text", "shannon_entropy", "unchanged_json",
+           "unchanged_json_line", "unchanged_json_lines"]
 
 #: What every secret is replaced by. Fixed, so re-imports store the same bytes.
 REDACTION_MARKER = "[REDACTED-SECRET]"
@@ -254,33 +254,55 @@ def unchanged_json(blob: bytes) -> bool:
     return _unchanged_text(blob, _marker_hits)
 
 
-def unchanged_json_line(line: bytes) -> bool:
+def unchanged_json_line(line: bytes, found: LineHits | None = None) -> bool:
     """:func:`unchanged_json` for JSON text others wrote (blanks around colons, any escapes):
-    False too where an escape may spell a marker's letter or ``/`` (``\\u0073k-`` is ``sk-``)."""
-    return _unchanged_text(line, _line_marker_hits)
+    False too where an escape may spell a marker's letter or ``/`` (``\\u0073k-`` is ``sk-``).
+    ``found``: what :func:`unchanged_json_lines` found in the line, which is then not scanned again."""
+    lowered = line.lower()
+    hits, unsure = _line_marker_hits(lowered) if found is None else found
+    return not unsure and _hits_unchanged(line, lowered, hits)
 
 
-def unchanged_json_lines(lines: Sequence[bytes]) -> list[bool | None]:
+#: What the marker scan finds in one line: (where markers start, overlapping ones included,
+#: whether the line holds a sequence that may hide one: an escape, a letter that folds).
+LineHits = tuple[list[int], bool]
+
+
+def unchanged_json_lines(lines: Sequence[bytes]) -> list[bool | LineHits]:
     """For each of ``lines`` (JSON lines without their newline): True where one scan of them all
-    finds no marker and no unsure sequence (redacting it would change nothing), None where it
-    finds one: :func:`unchanged_json_line` must look at that line, once it is known to be valid
-    JSON (its look parses parts of it). Most lines hold nothing, and one scan of a block costs
-    what a few scans of single lines do. No marker or unsure sequence holds a newline, so none
-    found in the joined text spans two lines."""
-    flags: list[bool | None] = [True] * len(lines)
-    starts = _line_match_starts(b"\n".join(lines).lower())
-    if starts:
+    finds no marker and no unsure sequence (redacting it would change nothing), else what it
+    found in that line (the per-line scan's answer), which :func:`unchanged_json_line` must look
+    at, once the line is known to be valid JSON (its look parses parts of it). Most lines hold
+    nothing, and one scan of a block costs what a few scans of single lines do. No marker or
+    unsure sequence holds a newline, so none found in the joined text spans two lines."""
+    flags: list[bool | LineHits] = [True] * len(lines)
+    found = _line_matches(b"\n".join(lines).lower())
+    if found:
         ends = list(accumulate(len(line) + 1 for line in lines))  # where each line's successor starts
-        for start in starts:
-            flags[bisect_right(ends, start)] = None
+        markers, unsure = len(_MARKERS), set()
+        hits: dict[int, list[int]] = {}
+        for pattern, start, _ in found:
+            at = bisect_right(ends, start)
+            if at not in hits:
+                hits[at] = []
+            if pattern < markers:
+                hits[at].append(start - (ends[at - 1] if at else 0))
+            else:
+                unsure.add(at)
+        for at, starts in hits.items():
+            flags[at] = (starts, at in unsure)
     return flags
 
 
 def _unchanged_text(blob: bytes, marker_hits: Any) -> bool:
     lowered = blob.lower()
     hits, unsure = marker_hits(lowered)  # (``lower`` keeps non-ASCII bytes as they are)
-    if unsure:
-        return False
+    return not unsure and _hits_unchanged(blob, lowered, hits)
+
+
+def _hits_unchanged(blob: bytes, lowered: bytes, hits: list[int]) -> bool:
+    """:func:`_unchanged_text` once the scan found ``hits`` (where markers start in ``lowered``,
+    ``blob`` lower-cased) and nothing unsure: only the strings holding them are looked at."""
     if not hits:
         return True
     end = 0
@@ -296,7 +318,7 @@ def _unchanged_text(blob: bytes, marker_hits: Any) -> bool:
         colon = _KEY_COLON.match(blob, end)
         if colon is not None:  # a key: its rule looks at the string it holds
             value_at = colon.end()
-            if not _is_secret_key(orjson.loads(blob[start:end])) or blob[value_at:value_at + 1] != b'"':
+            if not _key_names_secret(blob[start:end]) or blob[value_at:value_at + 1] != b'"':
                 continue
             held = orjson.loads(blob[value_at:_after_string(blob, value_at)])
             if len(held) >= 16 and _looks_secret(held):
@@ -304,6 +326,20 @@ def _unchanged_text(blob: bytes, marker_hits: Any) -> bool:
         elif _string_changes(blob[start:end]):
             return False
     return True
+
+
+def _key_names_secret(token: bytes) -> bool:
+    """Whether the JSON string ``token``, a key, names a secret; remembered (a log repeats its
+    few keys: ``"tokens"`` holds the marker ``token`` in every model call's usage)."""
+    known = _key_verdicts.get(token)
+    if known is None:
+        if len(_key_verdicts) >= 4096:
+            _key_verdicts.clear()
+        known = _key_verdicts[token] = _is_secret_key(orjson.loads(token))
+    return known
+
+
+_key_verdicts: dict[bytes, bool] = {}
 
 
 # What follows a key in JSON text: blanks, a colon, blanks (orjson writes the colon alone).
@@ -402,17 +438,24 @@ _has_marker = _scanner()
 
 
 def _hits_scanner(unsure: tuple[bytes, ...]) -> tuple[Any, Any]:
-    """Two scans of lower-cased UTF-8 bytes: (where markers start, overlapping ones included,
-    and whether the bytes hold one of ``unsure``, sequences that may hide a marker), and where
-    either starts."""
+    """Two scans of lower-cased UTF-8 bytes, for markers and for ``unsure`` sequences (that may
+    hide a marker): (where markers start, overlapping ones included, and whether the bytes hold
+    an unsure sequence); and every match, overlapping ones included, as (pattern, start, end),
+    the pattern a marker when below ``len(_MARKERS)`` (the end is not always given)."""
     try:
         import ahocorasick_rs
     except ImportError:  # pragma: no cover
-        overlapping = re.compile(b"(?=(" + _ANY_MARKER_BYTES.pattern + b"|" +
-                                 b"|".join(map(re.escape, unsure)) + b"))")
         markers_only = re.compile(b"(?=(" + _ANY_MARKER_BYTES.pattern + b"))")
-        return (lambda data: ([m.start() for m in markers_only.finditer(data)], any(bad in data for bad in unsure)),
-                lambda data: [m.start() for m in overlapping.finditer(data)])
+        unsure_only = re.compile(b"|".join(map(re.escape, unsure)))
+
+        def scan_without_library(data: bytes) -> tuple[list[int], bool]:
+            return [m.start() for m in markers_only.finditer(data)], unsure_only.search(data) is not None
+
+        def matches_without_library(data: bytes) -> list[tuple[int, int, int]]:
+            return [(0, m.start(), 0) for m in markers_only.finditer(data)] + \
+                [(len(_MARKERS), m.start(), 0) for m in unsure_only.finditer(data)]
+
+        return scan_without_library, matches_without_library
     automaton = ahocorasick_rs.BytesAhoCorasick([marker.encode() for marker in _MARKERS] + list(unsure))
     markers = len(_MARKERS)
 
@@ -421,16 +464,16 @@ def _hits_scanner(unsure: tuple[bytes, ...]) -> tuple[Any, Any]:
         hits = [start for index, start, _ in found if index < markers]
         return hits, len(hits) != len(found)
 
-    def starts(data: bytes) -> list[int]:
-        return [start for _, start, _ in automaton.find_matches_as_indexes(data, overlapping=True)]
+    def matches(data: bytes) -> list[tuple[int, int, int]]:
+        return automaton.find_matches_as_indexes(data, overlapping=True)
 
-    return scan, starts
+    return scan, matches
 
 
 _marker_hits = _hits_scanner(_UNFOLDED)[0]
 #: Escapes that may spell a marker's letter or ``/`` in JSON text orjson did not write.
 _LETTER_ESCAPES = (b"\\u", b"\\/")
-_line_marker_hits, _line_match_starts = _hits_scanner(_UNFOLDED + _LETTER_ESCAPES)
+_line_marker_hits, _line_matches = _hits_scanner(_UNFOLDED + _LETTER_ESCAPES)
 
 
 def _present_scanner() -> Any:
