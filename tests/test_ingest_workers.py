@@ -290,3 +290,20 @@ def test_input_below_the_byte_threshold_still_waits_for_its_blocks(
     monkeypatch.setattr(native_workers, "POOL_MIN_BYTES", path.stat().st_size)
     ingest_native(store, [path])
     assert starts == [] and store.run("a").event_count == len(small_run("a"))
+
+
+@pytest.mark.parametrize(("cores", "lowered"), [(1, True), (2, True), (64, False)])
+def test_workers_yield_to_the_writer_only_when_they_leave_it_no_core(monkeypatch: pytest.MonkeyPatch,
+                                                                     cores: int, lowered: bool) -> None:
+    """Two workers and the writer on one or two cores: the workers run WORKER_NICENESS lower
+    than the writer, so the scheduler gives the writer a core; with cores to spare, as the writer."""
+    import os
+
+    monkeypatch.setattr(native_workers, "usable_cores", lambda: cores)
+    writer = os.nice(0)
+    with native_workers.PreparePool(2) as pool:
+        pool._start()
+        assert pool._pool is not None
+        seen = {pool._pool.submit(os.nice, 0).result() for _ in range(8)}
+    expected = min(19, writer + native_workers.WORKER_NICENESS) if lowered else writer
+    assert seen == {expected} and os.nice(0) == writer
