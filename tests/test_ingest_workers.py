@@ -6,6 +6,7 @@ the one reported, and nothing is written)."""
 from __future__ import annotations
 
 import json
+import marshal
 from pathlib import Path
 
 import pytest
@@ -252,9 +253,37 @@ def test_an_unexpected_error_in_a_block_comes_after_the_lines_before_it(monkeypa
     result = native_workers._prepare_block("f.jsonl", 1, [b"a", b"b", b"c", b"d"])
     got = []
     with pytest.raises(ZeroDivisionError, match="a bug on line 3"):
-        for block in native_workers._unpacked("f.jsonl", result):
+        for block in native_workers._unpacked("f.jsonl", result, None):
             got.extend(block)
     assert got == [("item", 1), ("item", 2)]
+
+
+@pytest.mark.parametrize("room", ["all", "some", "none"])
+def test_a_block_s_rows_come_through_the_shared_buffer_as_far_as_they_fit(
+        monkeypatch: pytest.MonkeyPatch, room: str) -> None:
+    """A worker writes a block's marshalled parts into its shared buffer while they fit and sends
+    the rest through the pipe; the writer reads them back in order, the error last."""
+    import mmap
+
+    import procgrade.engine.native as native
+
+    lines = [line(ev("message", seq, text="x" * 40)) for seq in range(1, 8)] + [b"{"]
+    monkeypatch.setattr(native, "SCAN_LINES", 2)
+    expected, _piped, expected_error = native_workers._prepare_block("f.jsonl", 1, lines)
+    part = len(marshal.dumps(list(native._row_items("f.jsonl", enumerate(lines[:2], start=1)))))
+    monkeypatch.setattr(native_workers, "SLOT_BYTES", {"all": 10**6, "some": 2 * part + 10, "none": 5}[room])
+    buffer = mmap.mmap(-1, 10**6)
+    monkeypatch.setattr(native_workers, "_slots", [buffer])
+    written, piped, error = native_workers._prepare_block("f.jsonl", 1, lines, 0)
+    assert error == expected_error and error[0] == 8
+    assert (len(written), len(piped)) == {"all": (4, 0), "some": (2, 2), "none": (0, 4)}[room]
+    unpacked = []
+    with pytest.raises(InputError) as caught:
+        for block in native_workers._unpacked("f.jsonl", (written, piped, error), buffer):
+            unpacked.extend(block)
+    assert caught.value.line == 8
+    assert unpacked == list(native._row_items("f.jsonl", enumerate(lines[:7], start=1)))
+    buffer.close()
 
 
 @pytest.mark.parametrize("how", ["ingest_native", "native", "auto"])

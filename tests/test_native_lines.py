@@ -129,5 +129,5 @@ def test_a_cut_off_line_holding_a_marker_is_reported_as_invalid_json_in_its_turn
         with pytest.raises(InputError) as caught:
             list(native.iter_native_rows("f", lines))
         assert caught.value.line == expected[0] and expected[1] in caught.value.reason
-    packed, error = _prepare_block("f", 1, [_event_line(0), cut])
-    assert error[0] == 2 and "invalid JSON" in error[2] and len(packed) == 1
+    written, piped, error = _prepare_block("f", 1, [_event_line(0), cut])
+    assert error[0] == 2 and "invalid JSON" in error[2] and len(written) + len(piped) == 1
