@@ -62,6 +62,10 @@ WORKER_NICENESS = 10
 #: that do not fit (payloads of megabytes) come through the pipe as before. Pages are taken only
 #: as they are written.
 SLOT_BYTES = 8 * 2**20
+#: Bytes of the buffer beside each that hands a worker the block's lines (joined by newlines), in
+#: place of pickling them through the executor's queue; a block that does not fit (a line of
+#: megabytes) is pickled as before.
+INPUT_BYTES = 2 * BLOCK_BYTES
 
 
 class PreparePool:
@@ -78,8 +82,10 @@ class PreparePool:
         #: Blocks handed to the workers, oldest first: (the lines they came from, the future, or
         #: the error that stopped reading those lines, the shared buffer the rows go to or None).
         self._pending: deque[tuple[Iterable[bytes], Any, int | None]] = deque()
-        #: The buffers shared with the workers (:data:`SLOT_BYTES`), and those no block holds.
+        #: The buffers shared with the workers (:data:`SLOT_BYTES` for rows, :data:`INPUT_BYTES`
+        #: for lines, by slot), and the slots no block holds.
         self._slots: list[mmap.mmap] = []
+        self._inputs: list[mmap.mmap] = []
         self._free_slots: list[int] = []
         #: The file whose blocks are being handed out: (its lines, its source, its blocks).
         self._feed: tuple[Iterable[bytes], str, Iterator[Any]] | None = None
@@ -120,7 +126,8 @@ class PreparePool:
         pool, self._pool = self._pool, None
         if pool is not None:
             pool.shutdown(wait=True, cancel_futures=True)
-        slots, self._slots, self._free_slots = self._slots, [], []
+        slots, self._slots, self._free_slots = self._slots + self._inputs, [], []
+        self._inputs = []
         for slot in slots:
             try:
                 slot.close()
@@ -222,7 +229,17 @@ class PreparePool:
                 # a block given up while a worker ran it keeps its buffer until that ends: then
                 # (rarely) none is free and the rows come through the pipe
                 slot = self._free_slots.pop() if self._free_slots else None
-                pending.append((lines, pool.submit(_prepare_block, source, *block, slot), slot))
+                pending.append((lines, self._submit(source, *block, slot), slot))
+
+    def _submit(self, source: str, first: int, lines: list[bytes], slot: int | None) -> Any:
+        """Hand a block to the workers: its lines in the slot's input buffer when they fit."""
+        assert self._pool is not None
+        if slot is not None:
+            joined = b"\n".join(lines)
+            if len(joined) <= INPUT_BYTES:
+                self._inputs[slot][:len(joined)] = joined
+                return self._pool.submit(_prepare_block, source, first, len(joined), slot)
+        return self._pool.submit(_prepare_block, source, first, lines, slot)
 
     def _drop_ahead(self) -> None:
         """Cancel every block in flight and stop handing out the current file."""
@@ -257,10 +274,11 @@ class PreparePool:
         niceness = WORKER_NICENESS if self.workers >= usable_cores() else 0
         # made before the workers are forked, which inherit them (shared, not copied)
         self._slots = [mmap.mmap(-1, SLOT_BYTES) for _ in range(_WINDOW * self.workers)]
+        self._inputs = [mmap.mmap(-1, INPUT_BYTES) for _ in self._slots]
         self._free_slots = list(range(len(self._slots)))
         self._pool = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("fork"),
                                          initializer=_start_worker,
-                                         initargs=(os.getpid(), niceness, self._slots))
+                                         initargs=(os.getpid(), niceness, self._slots, self._inputs))
 
 
 def usable_cores() -> int:
@@ -271,11 +289,11 @@ def usable_cores() -> int:
         return os.cpu_count() or 1
 
 
-def _start_worker(parent: int, niceness: int, slots: list[mmap.mmap]) -> None:
+def _start_worker(parent: int, niceness: int, slots: list[mmap.mmap], inputs: list[mmap.mmap]) -> None:
     """A worker's first step: follow its parent (:func:`follow_parent`), lower its priority by
     ``niceness`` and keep the buffers it shares with the writer."""
-    global _slots
-    _slots = slots
+    global _slots, _inputs
+    _slots, _inputs = slots, inputs
     follow_parent(parent)
     if niceness:
         try:
@@ -315,20 +333,26 @@ def _blocks(lines: Iterable[bytes]) -> Iterator[tuple[int, list[bytes]]]:
         yield first, block
 
 
-#: In a worker: the buffers it shares with the writer (:data:`SLOT_BYTES` each).
+#: In a worker: the buffers it shares with the writer, by slot: for rows (:data:`SLOT_BYTES`
+#: each) and for lines (:data:`INPUT_BYTES`).
 _slots: list[mmap.mmap] = []
+_inputs: list[mmap.mmap] = []
 
 
-def _prepare_block(source: str, first: int, lines: list[bytes],
+def _prepare_block(source: str, first: int, lines: list[bytes] | int,
                    slot: int | None = None) -> tuple[list[int], list[bytes], Any]:
     """The block's items up to the line that stopped it, marshalled SCAN_LINES at a time, and
     that line's error: (the sizes of the parts written one after another into shared buffer
     ``slot``, the parts that did not fit there, the error as (line, field, reason), any other
     error as itself, or None). Any error, not only bad input, comes back with the items before
     it, so the caller's checks across those lines still run first, as they do when one process
-    reads everything."""
+    reads everything. ``lines``: the block's lines, or how many bytes of them (joined by
+    newlines) the slot's input buffer holds."""
     from procgrade.engine.native import SCAN_LINES, _row_items
 
+    if isinstance(lines, int):
+        assert slot is not None
+        lines = _inputs[slot][:lines].split(b"\n")
     buffer = None if slot is None else _slots[slot]
     written: list[int] = []
     offset = 0

@@ -261,8 +261,9 @@ def test_an_unexpected_error_in_a_block_comes_after_the_lines_before_it(monkeypa
 @pytest.mark.parametrize("room", ["all", "some", "none"])
 def test_a_block_s_rows_come_through_the_shared_buffer_as_far_as_they_fit(
         monkeypatch: pytest.MonkeyPatch, room: str) -> None:
-    """A worker writes a block's marshalled parts into its shared buffer while they fit and sends
-    the rest through the pipe; the writer reads them back in order, the error last."""
+    """A worker reads a block's lines from its shared input buffer, writes the marshalled parts
+    into its shared buffer while they fit and sends the rest through the pipe; the writer reads
+    them back in order, the error last."""
     import mmap
 
     import procgrade.engine.native as native
@@ -274,7 +275,10 @@ def test_a_block_s_rows_come_through_the_shared_buffer_as_far_as_they_fit(
     monkeypatch.setattr(native_workers, "SLOT_BYTES", {"all": 10**6, "some": 2 * part + 10, "none": 5}[room])
     buffer = mmap.mmap(-1, 10**6)
     monkeypatch.setattr(native_workers, "_slots", [buffer])
-    written, piped, error = native_workers._prepare_block("f.jsonl", 1, lines, 0)
+    joined = b"\n".join(lines)
+    monkeypatch.setattr(native_workers, "_inputs", [mmap.mmap(-1, len(joined))])
+    native_workers._inputs[0][:] = joined  # the lines handed over in the input buffer, not pickled
+    written, piped, error = native_workers._prepare_block("f.jsonl", 1, len(joined), 0)
     assert error == expected_error and error[0] == 8
     assert (len(written), len(piped)) == {"all": (4, 0), "some": (2, 2), "none": (0, 4)}[room]
     unpacked = []
