@@ -60,7 +60,7 @@ WORKER_NICENESS = 10
 #: block's marshalled rows there and the writer unmarshals them in place, instead of both
 #: pickling them and copying them through a pipe (about 1.5 MB for 2,000 common lines). Rows
 #: that do not fit (payloads of megabytes) come through the pipe as before. Pages are taken only
-#: as they are written.
+#: as they are written, and kept (each buffer at its largest block's size) until the ingest ends.
 SLOT_BYTES = 8 * 2**20
 #: Bytes of the buffer beside each that hands a worker the block's lines (joined by newlines), in
 #: place of pickling them through the executor's queue; a block that does not fit (a line of
@@ -120,7 +120,8 @@ class PreparePool:
         self._expected_bytes += size
 
     def close(self) -> None:
-        """Cancel blocks not yet started, wait for the running ones, end the processes."""
+        """Cancel blocks not yet started, wait for the running ones, end the processes and let
+        go of the buffers shared with them."""
         self._drop_ahead()
         self._upcoming.clear()
         pool, self._pool = self._pool, None
@@ -189,7 +190,7 @@ class PreparePool:
                     yield from _unpacked(source, item.result(), None if slot is None else self._slots[slot])
                 finally:
                     if slot is not None:  # its rows are all unmarshalled (or given up): free for the next block
-                        self._free_slots.append(slot)
+                        self._free_when_done(item, slot)
         finally:
             if not finished:  # an error or an early stop: nothing more of this ingest is read ahead
                 self._drop_ahead()
@@ -229,28 +230,42 @@ class PreparePool:
                 # a block given up while a worker ran it keeps its buffer until that ends: then
                 # (rarely) none is free and the rows come through the pipe
                 slot = self._free_slots.pop() if self._free_slots else None
-                pending.append((lines, self._submit(source, *block, slot), slot))
+                try:
+                    future = self._submit(source, *block, slot)
+                except BaseException:
+                    if slot is not None:
+                        self._free_slots.append(slot)
+                    raise
+                pending.append((lines, future, slot))
 
     def _submit(self, source: str, first: int, lines: list[bytes], slot: int | None) -> Any:
-        """Hand a block to the workers: its lines in the slot's input buffer when they fit."""
+        """Hand a block to the workers: its lines in the slot's input buffer when they fit and
+        hold no newline of their own (lines from elsewhere than :func:`bounded_lines` may)."""
         assert self._pool is not None
-        if slot is not None:
+        if slot is not None and sum(map(len, lines)) + len(lines) - 1 <= INPUT_BYTES:
             joined = b"\n".join(lines)
-            if len(joined) <= INPUT_BYTES:
+            if joined.count(b"\n") == len(lines) - 1:
                 self._inputs[slot][:len(joined)] = joined
                 return self._pool.submit(_prepare_block, source, first, len(joined), slot)
         return self._pool.submit(_prepare_block, source, first, lines, slot)
 
+    def _free_when_done(self, future: Any, slot: int) -> None:
+        """Give ``slot`` back once no worker can still use it: now if ``future`` is done or was
+        cancelled before it ran, else when it ends (into this pool's list of the time)."""
+        free = self._free_slots
+        if future.cancel() or future.done():
+            free.append(slot)
+        else:
+            future.add_done_callback(lambda _future: free.append(slot))
+
     def _drop_ahead(self) -> None:
         """Cancel every block in flight and stop handing out the current file."""
-        for _lines, future, slot in self._pending:
-            if isinstance(future, Exception) or slot is None:
-                continue
-            if future.cancel() or future.done():
-                self._free_slots.append(slot)
-            else:  # a worker is writing into it: free once it has finished
-                future.add_done_callback(lambda _future, slot=slot: self._free_slots.append(slot))
-        dropped = {id(lines): lines for lines, _item, _slot in self._pending}
+        pending = list(self._pending)
+        self._pending.clear()  # first: a failure below must not free these slots twice
+        for _lines, future, slot in pending:
+            if not isinstance(future, Exception) and slot is not None:
+                self._free_when_done(future, slot)
+        dropped = {id(lines): lines for lines, _item, _slot in pending}
         if self._feed is not None:
             dropped[id(self._feed[0])] = self._feed[0]
             close = getattr(self._feed[2], "close", None)
@@ -261,7 +276,6 @@ class PreparePool:
             if close is not None:  # a generator over an open file: let it go now
                 close()
         self._dropped.extend(dropped.values())
-        self._pending.clear()
         self._feed = None
 
     def _start(self) -> None:
@@ -363,7 +377,7 @@ def _prepare_block(source: str, first: int, lines: list[bytes] | int,
     def pack() -> None:
         nonlocal offset
         part = marshal.dumps(items)
-        if buffer is not None and not piped and offset + len(part) <= SLOT_BYTES:
+        if buffer is not None and not piped and offset + len(part) <= len(buffer):
             buffer[offset:offset + len(part)] = part
             offset += len(part)
             written.append(len(part))

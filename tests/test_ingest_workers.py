@@ -258,9 +258,9 @@ def test_an_unexpected_error_in_a_block_comes_after_the_lines_before_it(monkeypa
     assert got == [("item", 1), ("item", 2)]
 
 
-@pytest.mark.parametrize("room", ["all", "some", "none"])
+@pytest.mark.parametrize("room_for", ["all", "some", "none"])
 def test_a_block_s_rows_come_through_the_shared_buffer_as_far_as_they_fit(
-        monkeypatch: pytest.MonkeyPatch, room: str) -> None:
+        monkeypatch: pytest.MonkeyPatch, room_for: str) -> None:
     """A worker reads a block's lines from its shared input buffer, writes the marshalled parts
     into its shared buffer while they fit and sends the rest through the pipe; the writer reads
     them back in order, the error last."""
@@ -270,17 +270,18 @@ def test_a_block_s_rows_come_through_the_shared_buffer_as_far_as_they_fit(
 
     lines = [line(ev("message", seq, text="x" * 40)) for seq in range(1, 8)] + [b"{"]
     monkeypatch.setattr(native, "SCAN_LINES", 2)
-    expected, _piped, expected_error = native_workers._prepare_block("f.jsonl", 1, lines)
-    part = len(marshal.dumps(list(native._row_items("f.jsonl", enumerate(lines[:2], start=1)))))
-    monkeypatch.setattr(native_workers, "SLOT_BYTES", {"all": 10**6, "some": 2 * part + 10, "none": 5}[room])
-    buffer = mmap.mmap(-1, 10**6)
+    nothing, parts, expected_error = native_workers._prepare_block("f.jsonl", 1, lines)  # all through the pipe
+    assert nothing == [] and len(parts) == 4
+    room = {"all": 10**6, "some": len(parts[0]) + len(parts[1]), "none": 5}[room_for]
+    buffer = mmap.mmap(-1, room)
     monkeypatch.setattr(native_workers, "_slots", [buffer])
     joined = b"\n".join(lines)
     monkeypatch.setattr(native_workers, "_inputs", [mmap.mmap(-1, len(joined))])
     native_workers._inputs[0][:] = joined  # the lines handed over in the input buffer, not pickled
     written, piped, error = native_workers._prepare_block("f.jsonl", 1, len(joined), 0)
     assert error == expected_error and error[0] == 8
-    assert (len(written), len(piped)) == {"all": (4, 0), "some": (2, 2), "none": (0, 4)}[room]
+    assert (len(written), len(piped)) == {"all": (4, 0), "some": (2, 2), "none": (0, 4)}[room_for]
+    assert [buffer[sum(written[:k]):sum(written[:k + 1])] for k in range(len(written))] + piped == parts
     unpacked = []
     with pytest.raises(InputError) as caught:
         for block in native_workers._unpacked("f.jsonl", (written, piped, error), buffer):
@@ -288,6 +289,22 @@ def test_a_block_s_rows_come_through_the_shared_buffer_as_far_as_they_fit(
     assert caught.value.line == 8
     assert unpacked == list(native._row_items("f.jsonl", enumerate(lines[:7], start=1)))
     buffer.close()
+    native_workers._inputs[0].close()
+
+
+def test_lines_holding_their_own_newline_are_not_handed_over_joined(tiny_blocks: None) -> None:
+    """Lines read from elsewhere than procgrade's reader may keep their newline: joined by newlines
+    they would split into more lines (and later line numbers), so such a block is pickled."""
+    import procgrade.engine.native as native
+
+    events = small_run("a")[:7] + extra_events("a", 7, 60)
+    lines = [line(event) + b"\n" for event in events] + [b"{"]
+    errors = []
+    for workers in (0, 2):
+        with pytest.raises(InputError) as caught:
+            list(native.iter_native_rows("f.jsonl", lines, workers=workers))
+        errors.append((caught.value.line, caught.value.reason))
+    assert errors[0] == errors[1] and errors[0][0] == len(lines)
 
 
 @pytest.mark.parametrize("how", ["ingest_native", "native", "auto"])

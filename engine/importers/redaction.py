@@ -329,13 +329,15 @@ def _hits_unchanged(blob: bytes, lowered: bytes, hits: list[int]) -> bool:
 
 
 def _key_names_secret(token: bytes) -> bool:
-    """Whether the JSON string ``token``, a key, names a secret; remembered (a log repeats its
-    few keys: ``"tokens"`` holds the marker ``token`` in every model call's usage)."""
+    """Whether the JSON string ``token``, a key, names a secret; remembered for short keys (a log
+    repeats its few keys: ``"tokens"`` holds the marker ``token`` in every model call's usage)."""
     known = _key_verdicts.get(token)
     if known is None:
-        if len(_key_verdicts) >= 4096:
-            _key_verdicts.clear()
-        known = _key_verdicts[token] = _is_secret_key(orjson.loads(token))
+        known = _is_secret_key(orjson.loads(token))
+        if len(token) <= 256:  # so the memory holds at most 4096 short keys
+            if len(_key_verdicts) >= 4096:
+                _key_verdicts.clear()
+            _key_verdicts[token] = known
     return known
 
 
