@@ -140,7 +140,9 @@ def _mixed_settings(exc: BaseException) -> str | None:
             "lists which settings differ per group), or group --by a field that separates them")
 
 
-def _interrupted(command_path: str) -> str:
+def _interrupted(command_path: str | None) -> str:
+    if command_path is None:
+        return f"{PROG}: interrupted while starting: nothing was done"
     if _said:
         note = _said[-1]
     elif _notes:
@@ -186,12 +188,12 @@ def run(app: typer.Typer, args: Sequence[str] | None = None) -> int:
         # Libraries log what they then raise (SQLAlchemy: "Exception closing connection" with a traceback);
         # the one line below says it. --debug keeps their logs.
         logging.getLogger("sqlalchemy").addHandler(logging.NullHandler())
-    command_path = PROG
+    command_path = None  # set once the command runs: an interrupt before then did nothing
     try:
         command = typer.main.get_command(app)
         readable_help(command)
-        command_path = _invoked_path(command, argv)
         with command.make_context(PROG, argv) as ctx:
+            command_path = _invoked_path(command, argv)
             command.invoke(ctx)
         return EXIT_OK
     except KeyboardInterrupt:
@@ -222,7 +224,7 @@ def _invoked_path(command: Any, argv: Sequence[str]) -> str:
     return " ".join(path)
 
 
-def _ended_by(exc: BaseException, debug: bool, command_path: str = PROG) -> int:
+def _ended_by(exc: BaseException, debug: bool, command_path: str | None = PROG) -> int:
     exit_code = getattr(exc, "exit_code", None)
     if isinstance(exc, (typer.Exit, SystemExit)) or type(exc).__name__ == "Exit":
         code = exit_code if exit_code is not None else getattr(exc, "code", 0)

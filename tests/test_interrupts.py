@@ -292,3 +292,59 @@ def test_ctrl_c_while_orjson_loads_is_an_interruption_not_a_crash(tmp_path: Path
     assert done.returncode == 130, (done.returncode, done.stderr[-3000:])
     assert done.stderr.strip() == "procgrade: interrupted while starting: nothing was done"
     assert _scores(db) == []
+
+
+@pytest.mark.parametrize("where", ["loading the commands", "parsing the arguments"])
+def test_ctrl_c_before_the_command_runs_says_nothing_was_done(monkeypatch: pytest.MonkeyPatch,
+                                                              capsys: pytest.CaptureFixture[str], where: str) -> None:
+    # Building the command tree (Typer, help text) and parsing take a moment after the console script
+    # has loaded; a Ctrl-C there once ended with the generic "every write is one transaction" line, which
+    # says less than the truth: the command had not started.
+    import typer
+
+    from procgrade.engine import cli_errors, cli_help
+
+    app = typer.Typer()
+    ran: list[bool] = []
+
+    @app.command()
+    def ingest(path: str) -> None:
+        ran.append(True)
+
+    @app.command()
+    def other() -> None:
+        pass
+
+    def interrupt(*args: object, **kwargs: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli_errors, "watch_interrupts", lambda: None)  # no signal handler in pytest's process
+    if where == "loading the commands":
+        monkeypatch.setattr(cli_help, "readable_help", interrupt)
+    else:
+        monkeypatch.setattr(typer.core.TyperGroup, "make_context", interrupt)
+    assert cli_errors.run(app, ["ingest", "somewhere"]) == cli_errors.EXIT_INTERRUPTED
+    assert capsys.readouterr().err.strip() == "procgrade: interrupted while starting: nothing was done"
+    assert ran == []
+
+
+def test_ctrl_c_once_the_command_runs_says_what_it_left(monkeypatch: pytest.MonkeyPatch,
+                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    import typer
+
+    from procgrade.engine import cli_errors
+
+    app = typer.Typer()
+
+    @app.command()
+    def ingest(path: str) -> None:
+        raise KeyboardInterrupt
+
+    @app.command()
+    def other() -> None:
+        pass
+
+    monkeypatch.setattr(cli_errors, "watch_interrupts", lambda: None)
+    assert cli_errors.run(app, ["ingest", "somewhere"]) == cli_errors.EXIT_INTERRUPTED
+    said = capsys.readouterr().err.strip()
+    assert said.startswith("procgrade: interrupted: an ingest commits all its runs at once"), said
