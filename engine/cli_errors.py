@@ -182,6 +182,7 @@ def run(app: typer.Typer, args: Sequence[str] | None = None) -> int:
     from procgrade.engine.cli_help import readable_help
 
     watch_interrupts()
+    _said.clear()  # what an earlier command run in this process stored is not this one's to report
     plain_text_options()  # --db URL without importing pydantic (start-up)
     argv, debug = _split_debug(sys.argv[1:] if args is None else list(args))
     if not debug:

@@ -345,6 +345,8 @@ def test_ctrl_c_once_the_command_runs_says_what_it_left(monkeypatch: pytest.Monk
         pass
 
     monkeypatch.setattr(cli_errors, "watch_interrupts", lambda: None)
+    with cli_errors.on_interrupt(lambda: "an earlier command's note"):  # what an earlier command left
+        pass
     assert cli_errors.run(app, ["ingest", "somewhere"]) == cli_errors.EXIT_INTERRUPTED
     said = capsys.readouterr().err.strip()
     assert said.startswith("procgrade: interrupted: an ingest commits all its runs at once"), said
