@@ -75,9 +75,6 @@ def score_batch(facts: Any, runs: Sequence[tuple[str, str, int]],
     read_many = getattr(facts, "facts_of_runs", None)
     if read_many is not None:
         for run_id, rows in read_many([(run_id, count) for run_id, _, count in runs]):
-            if run_id in documents:
-                raise ProcgradeError(f"the database returned the events of run {run_id!r} in two parts: "
-                                     "its collation orders run ids inconsistently")
             head, count = heads[run_id]
             documents[run_id] = make(run_id, (rows,), head, count)
     out = []

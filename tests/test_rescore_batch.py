@@ -5,12 +5,13 @@ ids the databases order differently, and runs on either side of a query's bounda
 
 from __future__ import annotations
 
+from itertools import islice
 from pathlib import Path
 
 import pytest
 
 from builders import every_kind_run, small_run, write_jsonl
-from procgrade.engine.errors import ScoreDriftError
+from procgrade.engine.errors import ScoreDriftError, StoreError
 from procgrade.engine.executors import LocalExecutor
 from procgrade.engine.ingest import ingest_native
 from procgrade.engine.parallel_scoring import score_many, verify_many
@@ -93,6 +94,44 @@ def test_batch_at_shorter_lengths_matches_each_prefix(store: EventStore, tmp_pat
     documents = score_batch(_SmallQueries(store, 4), heads, RunScorer(ruleset))
     for (run_id, _, upto), document in zip(heads, documents):
         assert document.canonical == compute_score(store, ruleset, run_id, upto=upto).canonical, run_id
+
+
+@pytest.mark.parametrize("per_query", [1, 3, 500])
+def test_reader_splits_the_stream_by_counts_whatever_the_caller_takes(store: EventStore, tmp_path: Path,
+                                                                        per_query: int) -> None:
+    """The batched reader reads no run-id column: each run's rows are its first ``count`` rows of
+    the stream, the rest of a longer run (a prefix asked for, or events appended since the count)
+    skipped, and a run's rows the caller leaves dropped."""
+    _fill(store, tmp_path)
+    reader = ScoreStore(store)
+    heads = _heads(store)
+    counts = [(run_id, [count, count // 2, 1, 0][i % 4] if count else 0) for i, (run_id, _, count) in enumerate(heads)]
+    expected = {run_id: list(reader.fact_rows(run_id, upto=count)) for run_id, count in counts if count}
+    got: dict[str, list[tuple]] = {}
+    for i, (run_id, rows) in enumerate(reader.facts_of_runs(counts, per_query=per_query, batch=7)):
+        taken = [i % 3, None, 1][i % 3]  # none, all, or one of its rows
+        got[run_id] = list(rows if taken is None else islice(rows, taken))
+        assert got[run_id] == expected[run_id][:len(got[run_id])], run_id
+        if taken is None:
+            assert got[run_id] == expected[run_id], run_id
+    assert sorted(got) == sorted(expected)  # each run with a count once, none without
+
+
+def test_reader_refuses_a_count_beyond_the_events_a_run_holds(store: EventStore, tmp_path: Path) -> None:
+    """A count above what a run holds would give it the next run's rows: refused, never scored."""
+    _fill(store, tmp_path)
+    reader = ScoreStore(store)
+    heads = [(run_id, count) for run_id, _, count in _heads(store) if count]
+    order = [run_id for run_id, rows in reader.facts_of_runs(heads)]
+    counts = dict(heads)
+    for inflated in order[:-1]:  # the last run of the order has no next run to take rows from
+        wrong = [(run_id, count + (run_id == inflated)) for run_id, count in counts.items()]
+        with pytest.raises(StoreError, match="fewer events|do not start at seq 0"):
+            for _, rows in reader.facts_of_runs(wrong):
+                list(rows)
+    wrong_heads = [(run_id, "", counts[run_id] + (run_id == order[0])) for run_id in order]
+    with pytest.raises(StoreError):
+        score_batch(reader, wrong_heads, RunScorer(load_ruleset()))
 
 
 def test_rescore_paths_store_the_same_bytes(store: EventStore, tmp_path: Path) -> None:
