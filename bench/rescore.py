@@ -8,8 +8,9 @@ run on the same database:
 * the bare read: one query streaming the rules' typed columns (``FACT_ROW_COLUMNS``) of every run,
   ordered by run and seq, fetched in batches and dropped: the least any re-score must read. It is
   a fair floor: the re-score reads these same columns (split into runs by their counts, after a
-  small query for the runs' order), and the default rule set needs 18 of the 24 (reading NULL for the other six, stage,
-  cmd_hash, job_id and the test counts, saves 3-7%: not worth a query per rule set);
+  small query for the runs' order), and the default rule set needs 18 of the 24 (reading NULL
+  for the other six, stage, cmd_hash, job_id and the test counts, saves 3-7%: not worth a query
+  per rule set);
 * the monitor alone on rows already in memory (where the rest of the time goes), interpreted (the
   reference, which ``explain`` and reports run) and compiled (what re-scoring runs);
 * the re-score: ``score_many`` as ``rescore --all`` runs it (run heads, batched fact reads, rule

@@ -26,7 +26,7 @@ from typing import Any
 import typer
 
 from procgrade.engine.errors import InputError, MissingExtraError, ProcgradeError, StoreError, UnknownRunError
-from procgrade.engine.interrupts import interrupt_seen, watch_interrupts
+from procgrade.engine.interrupts import INTERRUPTED_WHILE_STARTING, interrupt_seen, watch_interrupts
 
 __all__ = ["EXIT_OK", "EXIT_USER", "EXIT_USAGE", "EXIT_INTERRUPTED", "run", "describe", "on_interrupt",
            "EXTRAS"]
@@ -142,7 +142,7 @@ def _mixed_settings(exc: BaseException) -> str | None:
 
 def _interrupted(command_path: str | None) -> str:
     if command_path is None:
-        return f"{PROG}: interrupted while starting: nothing was done"
+        return INTERRUPTED_WHILE_STARTING
     if _said:
         note = _said[-1]
     elif _notes:

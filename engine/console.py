@@ -14,7 +14,8 @@ __all__ = ["main"]
 
 
 def main() -> None:
-    from procgrade.engine.interrupts import deferred_interrupt, interrupt_seen, watch_interrupts
+    from procgrade.engine.interrupts import (INTERRUPTED_WHILE_STARTING, deferred_interrupt, interrupt_seen,
+                                             watch_interrupts)
 
     watch_interrupts()
     try:
@@ -30,7 +31,7 @@ def main() -> None:
     except BaseException as exc:  # an interrupt, or what a library made of it (pydantic: SchemaError)
         if not (isinstance(exc, KeyboardInterrupt) or interrupt_seen()):
             raise
-        print("procgrade: interrupted while starting: nothing was done", file=sys.stderr, flush=True)
+        print(INTERRUPTED_WHILE_STARTING, file=sys.stderr, flush=True)
         sys.exit(130)
     code = run(app)
     # Done: a Ctrl-C during the interpreter's own shutdown (closing pools, flushing) changes nothing now.

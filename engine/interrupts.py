@@ -23,7 +23,10 @@ from collections.abc import Iterator
 from typing import Any
 
 __all__ = ["deferred_interrupt", "interrupts_blocked", "worker_ignores_interrupts", "watch_interrupts",
-           "interrupt_seen"]
+           "interrupt_seen", "INTERRUPTED_WHILE_STARTING"]
+
+#: The line for a Ctrl-C before the command ran (loading, building the commands, parsing arguments).
+INTERRUPTED_WHILE_STARTING = "procgrade: interrupted while starting: nothing was done"
 
 _seen: list[bool] = []
 

@@ -106,12 +106,11 @@ class ScoreStore:
                     yield run_id, rows
                     deque(rows, maxlen=0)  # what the caller left
                     following = next(stream, None)
-                    if following is not None and following[0] != 0:
-                        if following[0] != upto[run_id]:  # the slice ran into the next run
-                            raise StoreError(f"run {run_id}: holds fewer events than the {upto[run_id]} asked "
-                                             "for; run `procgrade verify-log`", run_id=run_id)
-                        while following is not None and following[0] != 0:  # rows appended since the count
-                            following = next(stream, None)
+                    if following is not None and following[0] not in (0, upto[run_id]):  # ran into the next run
+                        raise StoreError(f"run {run_id}: holds fewer events than the {upto[run_id]} asked for; "
+                                         "run `procgrade verify-log`", run_id=run_id)
+                    while following is not None and following[0] != 0:  # rows appended since the count
+                        following = next(stream, None)
 
     def fact_rows(self, run_id: str, *, upto: int | None = None) -> Iterator[tuple[Any, ...]]:
         """The run's typed fact rows in seq order, one by one."""
