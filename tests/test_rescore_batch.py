@@ -5,6 +5,7 @@ ids the databases order differently, and runs on either side of a query's bounda
 
 from __future__ import annotations
 
+import re
 from itertools import islice
 from pathlib import Path
 
@@ -124,11 +125,15 @@ def test_reader_refuses_a_count_beyond_the_events_a_run_holds(store: EventStore,
     heads = [(run_id, count) for run_id, _, count in _heads(store) if count]
     order = [run_id for run_id, rows in reader.facts_of_runs(heads)]
     counts = dict(heads)
-    for inflated in order[:-1]:  # the last run of the order has no next run to take rows from
+    for inflated in order:  # the last run too, though no run follows it to take rows from
         wrong = [(run_id, count + (run_id == inflated)) for run_id, count in counts.items()]
-        with pytest.raises(StoreError, match="fewer events|do not start at seq 0"):
-            for _, rows in reader.facts_of_runs(wrong):
-                list(rows)
+        for per_query in (1, 3, 500):  # each run the last of its query, some, or only one
+            with pytest.raises(StoreError, match="fewer events|do not start at seq 0"):
+                for _, rows in reader.facts_of_runs(wrong, per_query=per_query):
+                    list(rows)
+    with pytest.raises(StoreError, match=re.escape(f"run {order[-1]}: holds fewer events")):  # left unread by the caller
+        for _ in reader.facts_of_runs([(run_id, counts[run_id] + (run_id == order[-1])) for run_id in order]):
+            pass
     wrong_heads = [(run_id, "", counts[run_id] + (run_id == order[0])) for run_id in order]
     with pytest.raises(StoreError):
         score_batch(reader, wrong_heads, RunScorer(load_ruleset()))
