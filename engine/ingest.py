@@ -278,15 +278,18 @@ def _native_rows(source: str, lines: Iterable[bytes], pool: PreparePool) -> Iter
 
 def ingest_workers() -> int:
     """Processes that prepare native lines while this one writes: ``PROCGRADE_INGEST_WORKERS``,
-    else one per core, at most four (preparing a line costs about twice what writing it does,
-    so the writer shares a core with them); 0 reads in this process."""
+    else one per core this process may use (:func:`procgrade.engine.cores.usable_cores`: its
+    affinity and a container's CPU quota), at most four (preparing a line costs about twice what
+    writing it does, so the writer shares a core with them); 0 reads in this process."""
     given = os.environ.get("PROCGRADE_INGEST_WORKERS", "").strip()
     if given:
         try:
             return max(0, int(given))
         except ValueError:
             raise InputError("PROCGRADE_INGEST_WORKERS", None, None, f"not a number of processes: {given!r}") from None
-    return max(1, min(4, os.cpu_count() or 1))
+    from procgrade.engine.cores import usable_cores
+
+    return max(1, min(4, usable_cores()))
 
 
 @contextlib.contextmanager

@@ -22,13 +22,14 @@ from collections import deque
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
+from procgrade.engine.cores import usable_cores
 from procgrade.engine.errors import InputError
 from procgrade.engine.worker_processes import follow_parent
 
 if TYPE_CHECKING:
     from concurrent.futures import ProcessPoolExecutor
 
-__all__ = ["PreparePool", "BLOCK_LINES", "BLOCK_BYTES", "POOL_MIN_BLOCKS", "POOL_MIN_BYTES", "WORKER_NICENESS", "usable_cores"]
+__all__ = ["PreparePool", "BLOCK_LINES", "BLOCK_BYTES", "POOL_MIN_BLOCKS", "POOL_MIN_BYTES", "WORKER_NICENESS"]
 
 #: A block ends after this many lines, or once it holds this many bytes (large payloads).
 BLOCK_LINES = 2000
@@ -293,14 +294,6 @@ class PreparePool:
         self._pool = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("fork"),
                                          initializer=_start_worker,
                                          initargs=(os.getpid(), niceness, self._slots, self._inputs))
-
-
-def usable_cores() -> int:
-    """The cores this process may run on (its affinity, where the system tells it)."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        return os.cpu_count() or 1
 
 
 def _start_worker(parent: int, niceness: int, slots: list[mmap.mmap], inputs: list[mmap.mmap]) -> None:

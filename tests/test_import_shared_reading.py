@@ -102,6 +102,7 @@ def test_workers_are_one_per_core_while_a_core_is_idle(tmp_path: Path, monkeypat
     ((importer, unit),) = plan_imports(tree).units
     monkeypatch.setattr(inspect_ai, "_WORKER_BYTES", 0)
     monkeypatch.setattr(pipeline.os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(pipeline, "usable_cores", lambda: 2)
     monkeypatch.delenv("PROCGRADE_IMPORT_WORKERS", raising=False)
     for busy, workers in ((0, 2), (1, 2), (1.4, 2), (1.5, 0), (2, 0)):
         monkeypatch.setattr(pipeline, "_busy_elsewhere", lambda busy=busy: busy)

@@ -33,6 +33,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from procgrade.engine.cores import usable_cores
 from procgrade.engine.errors import InputError
 from procgrade.engine.events import build_event_validators
 from procgrade.engine.importers.base import TAKEOVER, Importer, Unit
@@ -180,11 +181,13 @@ def _workers(importer: Importer, tree: SourceTree, unit: Unit) -> int:
     """How many workers read ``unit``: ``PROCGRADE_IMPORT_WORKERS=N`` that many (0: none, read
     here), where ``fork`` exists and the importer says the unit is worth it; by default, when
     other work leaves at least half a core idle now, one per core, at most :data:`MAX_WORKERS`
-    (only a unit the importer can split gets more than one). One worker per core, not per idle core: reading is most of the
-    work and divides evenly, so on 2 cores with another process busy two workers still beat
-    one (500-sample Inspect log, load 1.9: 4.2 s against 5.2-5.9 s wall, 6.2 s in process). The
-    hand-over costs CPU (pickling), so on a machine whose cores are all busy a worker only
-    slows the import."""
+    (only a unit the importer can split gets more than one). One worker per core, not per idle
+    core: reading is most of the work and divides evenly, so on 2 cores with another process busy
+    two workers still beat one (500-sample Inspect log, load 1.9: 4.2 s against 5.2-5.9 s wall,
+    6.2 s in process). The hand-over costs CPU (pickling), so on a machine whose cores are all
+    busy a worker only slows the import. Cores are the ones this process may use
+    (:func:`procgrade.engine.cores.usable_cores`: a container's CPU quota counts); idle is the
+    machine's."""
     setting = os.environ.get("PROCGRADE_IMPORT_WORKERS", "").strip()
     if setting == "0" or sys.platform == "win32" or "fork" not in multiprocessing.get_all_start_methods():
         return 0
@@ -192,10 +195,10 @@ def _workers(importer: Importer, tree: SourceTree, unit: Unit) -> int:
         return 0
     if setting.isdigit():
         return min(int(setting), MAX_WORKERS)
-    cores = os.cpu_count() or 1
+    cores = usable_cores()
     if cores < 2:
         return 0
-    return min(cores, MAX_WORKERS) if _busy_elsewhere() < cores - 0.5 else 0
+    return min(cores, MAX_WORKERS) if _busy_elsewhere() < (os.cpu_count() or 1) - 0.5 else 0
 
 
 def _busy_elsewhere() -> float:
