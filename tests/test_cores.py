@@ -146,7 +146,8 @@ def _writable_cpu_cgroup() -> tuple[Path, int] | None:
 
 def test_a_real_cgroup_quota_limits_the_ingest_workers() -> None:
     """A child process put into a real cgroup with half a core's quota (as ``docker run --cpus
-    0.5`` does) counts one usable core and starts one ingest worker, whatever the machine has."""
+    0.5`` does) counts one usable core and prepares its ingest in process (no worker to share
+    that core with the writer), whatever the machine has."""
     where = _writable_cpu_cgroup()
     if where is None:
         pytest.skip("no writable cgroup CPU controller here (needs root on a Linux machine with one): "
@@ -168,7 +169,7 @@ def test_a_real_cgroup_quota_limits_the_ingest_workers() -> None:
         done = subprocess.run(["sh", "-c", shell, sys.executable, script],
                               capture_output=True, text=True, timeout=60, env=env)
         assert done.returncode == 0, done.stderr
-        assert done.stdout.split() == ["0.5", "1", "1"]
+        assert done.stdout.split() == ["0.5", "1", "0"]
     finally:
         group.rmdir()  # the child has exited: the group is empty
     outside = subprocess.run([sys.executable, "-c", "from procgrade.engine.cores import cgroup_cpu_quota;"
