@@ -39,13 +39,13 @@ def usable_cores() -> int:
 def cgroup_cpu_quota(proc: Path = Path("/proc/self")) -> float | None:
     """The tightest CPU quota on this process's cgroups, in cores (None: none set, or not
     Linux). ``proc`` is ``/proc/self`` (another directory of the same layout in tests)."""
-    try:
-        mounts = (proc / "mountinfo").read_text().splitlines()
-        memberships = (proc / "cgroup").read_text().splitlines()
-    except OSError:
+    try:  # anything unreadable, undecodable or denied on the way is no quota, never an error
+        mounts = (proc / "mountinfo").read_text(errors="surrogateescape").splitlines()
+        memberships = (proc / "cgroup").read_text(errors="surrogateescape").splitlines()
+        quotas = [quota for directory, version in _cpu_cgroup_directories(mounts, memberships)
+                  for quota in _quotas_up_from(directory, version)]
+    except (OSError, ValueError):
         return None
-    quotas = [quota for directory, version in _cpu_cgroup_directories(mounts, memberships)
-              for quota in _quotas_up_from(directory, version)]
     return min(quotas) if quotas else None
 
 
@@ -125,7 +125,7 @@ def _quota_v1(directory: Path) -> float | None:
     try:
         quota = (directory / "cpu.cfs_quota_us").read_text().strip()
         period = (directory / "cpu.cfs_period_us").read_text().strip()
-    except OSError:
+    except (OSError, ValueError):
         return None
     return _ratio(quota, period)
 

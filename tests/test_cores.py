@@ -115,6 +115,16 @@ def test_no_proc_files_means_no_quota(tmp_path: Path) -> None:
     assert cgroup_cpu_quota(tmp_path / "missing") is None
 
 
+def test_odd_proc_files_mean_no_quota_not_an_error(tmp_path: Path) -> None:
+    """Bytes that are not UTF-8 in a mount point, truncated lines, a group gone since (``(deleted)``)."""
+    proc = tmp_path / "proc-self"
+    proc.mkdir()
+    (proc / "mountinfo").write_bytes(b"30 23 0:26 / /sys/fs/\xff\xfe rw - cgroup2 cgroup2 rw\n"
+                                     b"31 23 0:27 / /x rw -\n12\n\n- - -\n")
+    (proc / "cgroup").write_bytes(b"0::/gone (deleted)\n1:cpu\n:\n")
+    assert cgroup_cpu_quota(proc) is None
+
+
 def test_usable_cores_is_the_affinity_capped_by_the_quota_rounded_up(monkeypatch: pytest.MonkeyPatch) -> None:
     import procgrade.engine.cores as cores
 
