@@ -43,11 +43,28 @@ class StoredScore:
     document_sha256: str
 
 
-def _noting_last_seq(rows: Iterator[tuple[Any, ...]], seen: list[int]) -> Iterator[tuple[Any, ...]]:
-    """``rows``, each one's seq kept in ``seen[0]`` as it passes (the last run of a query's stream)."""
-    for row in rows:
-        seen[0] = row[0]
-        yield row
+class _LastRunRows:
+    """The rows of a query's last run, which no run follows to show it short: running out before
+    ``count`` rows raises :class:`StoreError` to whoever reads them (the caller, or the reader's
+    drain). Not a generator, so a caller's ``close()`` cannot end the check early."""
+
+    __slots__ = ("_rows", "_left", "_run_id", "_count")
+
+    def __init__(self, rows: Iterator[tuple[Any, ...]], run_id: str, count: int) -> None:
+        self._rows, self._left, self._run_id, self._count = rows, count, run_id, count
+
+    def __iter__(self) -> "_LastRunRows":
+        return self
+
+    def __next__(self) -> tuple[Any, ...]:
+        row = next(self._rows, None)
+        if row is None:
+            if self._left:
+                raise StoreError(f"run {self._run_id}: holds fewer events than the {self._count} asked for; "
+                                 "run `procgrade verify-log`", run_id=self._run_id)
+            raise StopIteration
+        self._left -= 1
+        return row
 
 
 class ScoreStore:
@@ -89,7 +106,7 @@ class ScoreStore:
         grown since its count was taken has its later rows skipped (the first of them has seq
         ``count``). A count above what the run holds would shift the next run's rows onto it: that
         is caught (the row after a run's slice at neither seq 0 nor seq ``count``, or a run's first
-        row not at seq 0, or missing, or the last run's last row not at seq ``count - 1``) and raised
+        row not at seq 0, or missing, or the last run's rows ending before its count) and raised
         as :class:`StoreError` before the reader ends."""
         upto = {run_id: count for run_id, count in runs if count > 0}
         ids = list(upto)
@@ -101,7 +118,6 @@ class ScoreStore:
             with self.store._reading() as cursor:
                 cursor.execute(f"SELECT run_id FROM events WHERE {where} AND seq = 0 ORDER BY run_id", part)
                 order = [run_id for (run_id,) in cursor.fetchall()]
-            last, seen = (order[-1] if order else None), [-1]
             with self.store._reading("procgrade_facts_of_runs") as cursor:
                 cursor.execute(f"SELECT {columns} FROM events WHERE {where} ORDER BY run_id, seq", part)
                 stream = chain.from_iterable(iter(lambda: cursor.fetchmany(batch), []))
@@ -112,14 +128,12 @@ class ScoreStore:
                                          "ordered them: a count exceeds the events stored, or the database "
                                          "orders run ids inconsistently; run `procgrade verify-log`", run_id=run_id)
                     rows = chain((following,), islice(stream, upto[run_id] - 1))
-                    if run_id is last:  # no run follows to show it short: the seq of its last row is kept
-                        rows = _noting_last_seq(rows, seen)
+                    if run_id is order[-1]:
+                        rows = _LastRunRows(rows, run_id, upto[run_id])
                     yield run_id, rows
                     deque(rows, maxlen=0)  # what the caller left
                     following = next(stream, None)
-                    # short: the last run's stream ended before its count; any other ran into the next run
-                    if (seen[0] != upto[run_id] - 1 if run_id is last
-                            else following is not None and following[0] not in (0, upto[run_id])):
+                    if following is not None and following[0] not in (0, upto[run_id]):  # ran into the next run
                         raise StoreError(f"run {run_id}: holds fewer events than the {upto[run_id]} asked for; "
                                          "run `procgrade verify-log`", run_id=run_id)
                     while following is not None and following[0] != 0:  # rows appended since the count
