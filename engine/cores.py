@@ -42,15 +42,15 @@ def cgroup_cpu_quota(proc: Path = Path("/proc/self")) -> float | None:
     try:  # anything unreadable, undecodable or denied on the way is no quota, never an error
         mounts = (proc / "mountinfo").read_text(errors="surrogateescape").splitlines()
         memberships = (proc / "cgroup").read_text(errors="surrogateescape").splitlines()
-        quotas = [quota for directory, version in _cpu_cgroup_directories(mounts, memberships)
-                  for quota in _quotas_up_from(directory, version)]
+        quotas = [quota for directory, mounted, version in _cpu_cgroup_directories(mounts, memberships)
+                  for quota in _quotas_up_from(directory, mounted, version)]
     except (OSError, ValueError):
         return None
     return min(quotas) if quotas else None
 
 
-def _cpu_cgroup_directories(mounts: list[str], memberships: list[str]) -> list[tuple[Path, int]]:
-    """(directory of this process's cgroup, cgroup version) for each mounted hierarchy that can
+def _cpu_cgroup_directories(mounts: list[str], memberships: list[str]) -> list[tuple[Path, Path, int]]:
+    """(directory of this process's cgroup, the mount point, cgroup version) for each mounted hierarchy that can
     hold a CPU quota: the v2 one, and v1's ``cpu`` controller."""
     paths: dict[str, str] = {}  # controller ("" for v2) -> this process's path in that hierarchy
     for line in memberships:
@@ -75,7 +75,8 @@ def _cpu_cgroup_directories(mounts: list[str], memberships: list[str]) -> list[t
             continue
         relative = _inside(path, root)
         if relative is not None:
-            found.append((Path(_unescape(mount_point)) / relative, version))
+            mounted = Path(_unescape(mount_point))
+            found.append((mounted / relative, mounted, version))
     return found
 
 
@@ -84,6 +85,8 @@ def _inside(path: str, root: str) -> str | None:
     None when the process's cgroup lies outside what is mounted. A container's own cgroup is
     mounted as the root of its view: its path then reads as the root, or as a path the mount
     does not show (no cgroup namespace), which is taken as the mount's root too."""
+    if ".." in path.split("/"):  # outside a cgroup namespace's root: nothing of it is visible here
+        return None
     if root == "/":
         return path.lstrip("/")
     if path == root or path.startswith(root.rstrip("/") + "/"):
@@ -91,8 +94,8 @@ def _inside(path: str, root: str) -> str | None:
     return ""  # outside the mount's view: the mount's root is the nearest cgroup seen
 
 
-def _quotas_up_from(directory: Path, version: int) -> list[float]:
-    """The quotas set at ``directory`` and each ancestor up to the mount, in cores."""
+def _quotas_up_from(directory: Path, mounted: Path, version: int) -> list[float]:
+    """The quotas set at ``directory`` and each ancestor up to the mount point ``mounted``, in cores."""
     quotas = []
     seen = directory
     while True:
@@ -100,15 +103,10 @@ def _quotas_up_from(directory: Path, version: int) -> list[float]:
             quota = _quota_v2(seen) if version == 2 else _quota_v1(seen)
             if quota is not None:
                 quotas.append(quota)
-        if not seen.name or not (seen.parent / _marker(version)).exists():
+        if seen == mounted or not seen.name:
             break
         seen = seen.parent
     return quotas
-
-
-def _marker(version: int) -> str:
-    """A file every cgroup directory of the hierarchy holds: where the walk up stops."""
-    return "cgroup.controllers" if version == 2 else "cgroup.procs"
 
 
 def _quota_v2(directory: Path) -> float | None:
@@ -137,7 +135,10 @@ def _ratio(quota: str, period: str) -> float | None:
         return None
     if numerator <= 0 or denominator <= 0:  # -1: no quota (v1)
         return None
-    return numerator / denominator
+    try:
+        return numerator / denominator
+    except OverflowError:  # beyond any float: no limit worth the name
+        return None
 
 
 def _unescape(text: str) -> str:

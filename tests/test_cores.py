@@ -111,6 +111,19 @@ def test_unreadable_quota_files_count_as_none(tmp_path: Path, cpu_max: str) -> N
     assert cgroup_cpu_quota(_proc(tmp_path, [_v2_mount(mount)], ["0::/"])) is None
 
 
+def test_the_walk_stays_inside_the_mount(tmp_path: Path) -> None:
+    """A quota above the mount point, a path climbing out of a namespace, a quota beyond a float."""
+    above = tmp_path / "above"
+    _v2_group(above, "10000 100000")  # a cgroup-like directory holding the mount: not this hierarchy's
+    _v2_group(above / "mounted", None)
+    assert cgroup_cpu_quota(_proc(tmp_path / "a", [_v2_mount(above / "mounted")], ["0::/"])) is None
+    _v2_group(above / "other", "20000 100000")
+    assert cgroup_cpu_quota(_proc(tmp_path / "b", [_v2_mount(above / "mounted")], ["0::/../other"])) is None
+    huge = tmp_path / "huge"
+    _v2_group(huge, "1" + "0" * 400 + " 1")
+    assert cgroup_cpu_quota(_proc(tmp_path / "c", [_v2_mount(huge)], ["0::/"])) is None
+
+
 def test_no_proc_files_means_no_quota(tmp_path: Path) -> None:
     assert cgroup_cpu_quota(tmp_path / "missing") is None
 
@@ -143,7 +156,7 @@ def _writable_cpu_cgroup() -> tuple[Path, int] | None:
                                         Path("/proc/self/cgroup").read_text().splitlines())
     except OSError:
         return None
-    for directory, version in found:
+    for directory, _mounted, version in found:
         try:
             if version == 2 and "cpu" not in (directory / "cgroup.subtree_control").read_text().split():
                 continue  # v2 without the cpu controller given to child groups
