@@ -25,6 +25,7 @@ from procgrade.engine.executors import Executor, LocalExecutor, plan_chunks
 from procgrade.engine.rescoring import Drift, ScoreOutcome, ruleset_from_body, score_batch
 from procgrade.engine.scoring import RunScorer, ScoreDocument
 from procgrade.engine.store import EventStore, open_store
+from procgrade.engine.store.score_templates import SEPARATOR, ScoreFill, ScoreTemplate
 from procgrade.engine.store.scores import ScoreStore, StoredScore
 from procgrade.engine.version import __version__ as ENGINE_VERSION
 from procgrade.rules.identity import ruleset_document, ruleset_hash
@@ -114,15 +115,20 @@ def scorer_for(body: str, digest: str | None = None) -> RunScorer:
     return scorer
 
 
-def score_task(source: FactSource, body: str, runs: list[RunHead]) -> list[tuple[str, str, int, bytes, str | None]]:
-    """Score documents of ``runs`` (each at its given length), canonical bytes only; the chunk's
-    facts are read many runs per query."""
+def score_task(source: FactSource, body: str,
+               runs: list[RunHead]) -> list[tuple[str, str, int, bytes, str | None, bytes | None]]:
+    """Score documents of ``runs`` (each at its given length): per run its canonical bytes,
+    process score and the values that fill the rule set's template into it (joined by
+    :data:`SEPARATOR`; None when the document was made whole), what the store keeps of it. The
+    chunk's facts are read many runs per query."""
     scorer = scorer_for(body)
     facts = source.open()
+    separator = SEPARATOR.encode()
     try:
-        documents = score_batch(facts, runs, scorer, canonical=True)
-        return [(run_id, head, count, document, _score_text(process))
-                for (run_id, head, count), (document, process) in zip(runs, documents)]
+        documents = score_batch(facts, runs, scorer, values=True)
+        return [(run_id, head, count, document, _score_text(process),
+                 None if values is None else separator.join(values))
+                for (run_id, head, count), (document, process, values) in zip(runs, documents)]
     finally:
         facts.close()
 
@@ -202,17 +208,18 @@ def score_many(store: EventStore, run_ids: Sequence[str] | None, ruleset: RuleSe
     chunk_weights = [sum(max(1, count) for _, _, count in chunk) for chunk in chunks]
     outcomes: list[ScoreOutcome] = []
     told = on_outcome is not None or collect
+    template = ScoreTemplate.of(scorer_for(body, digest).template_text)  # the workers' template: same body, same text
     for results in executor.map(score_task, tasks, weights=chunk_weights, on_done=on_events):
         rows = [StoredScore(run_id, digest, ENGINE_VERSION, head, count, process, canonical.decode(),
-                            sha256_hex(canonical))
-                for run_id, head, count, canonical, process in results]
+                            sha256_hex(canonical), None if values is None else ScoreFill(template, values.decode()))
+                for run_id, head, count, canonical, process, values in results]
         # a Ctrl-C waits until the task's documents are stored and told: what the caller counts is
         # exactly what the store holds
         with deferred_interrupt():
             written = store_scores(store, rows)
             if not told:  # nobody is told the documents: none is made
                 continue
-            for (run_id, head, count, canonical, process), new in zip(results, written):
+            for (run_id, head, count, canonical, process, _), new in zip(results, written):
                 document = document_from_canonical(canonical, digest, run_id=run_id, head=head, count=count,
                                                    process=process)
                 outcome = ScoreOutcome(document, new)

@@ -53,10 +53,13 @@ def compute_score(store: EventStore, ruleset: RuleSet, run_id: str, *, digest: s
 
 
 def score_batch(facts: Any, runs: Sequence[tuple[str, str, int]],
-                scorers: RunScorer | Mapping[str, RunScorer], *, canonical: bool = False) -> list[Any]:
+                scorers: RunScorer | Mapping[str, RunScorer], *, canonical: bool = False,
+                values: bool = False) -> list[Any]:
     """Score documents of ``runs`` ((run id, head hash, event count), each run once, scored at
     that length), in that order, by ``scorers`` (one for all, or one per run id); with
-    ``canonical`` only (canonical bytes, process score) per run, what a worker sends back.
+    ``canonical`` only (canonical bytes, process score) per run, what a worker sends back to be
+    compared; with ``values`` (canonical bytes, process score, template values) per run
+    (:meth:`RunScorer.filled`), what it sends back to be stored.
 
     ``facts`` is a store's or an archive's fact reader: one with ``facts_of_runs`` reads the
     batch in a few queries (many runs per query), any other run by run (``fact_batches``).
@@ -68,7 +71,7 @@ def score_batch(facts: Any, runs: Sequence[tuple[str, str, int]],
 
     def make(run_id: str, batches: Any, head: str, count: int) -> Any:
         scorer = pick(run_id)
-        score = scorer.canonical if canonical else scorer.score
+        score = scorer.filled if values else scorer.canonical if canonical else scorer.score
         return score(batches, run_id=run_id, head_hash=head, event_count=count)
 
     documents: dict[str, Any] = {}

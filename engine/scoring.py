@@ -380,24 +380,26 @@ def _between_slots(text: bytes) -> list[bytes]:
 
 def _rule_filler(inner: bytes, order: tuple[str, ...], seen: dict[tuple[int, int], bytes]) -> tuple[Any, Any]:
     """(``plain(fulfilled, vacuous)``, ``violated(fulfilled, vacuous, violations)``): the bytes of
-    one rule's stretch of run-dependent values (``inner``, its fields in ``order``), the first
-    remembered in ``seen`` (a rule without violations has few distinct counts across runs)."""
+    one rule's stretch of run-dependent values (``inner``, its fields in ``order``) and the values
+    themselves in that order, the first remembered in ``seen`` (a rule without violations has few
+    distinct counts across runs)."""
 
     pick = itemgetter(*[_RULE_FIELDS.index(name) for name in order])  # _RULE_FIELDS order -> text order
     small, ratios = _SMALL_INTS, _RATIOS
 
-    def violated(fulfilled: int, vacuous: int, found: list[Finding]) -> bytes:
+    def violated(fulfilled: int, vacuous: int, found: list[Finding]) -> tuple[bytes, tuple[bytes, ...]]:
         failed = len(found)
         judged = fulfilled + failed
         activations = judged + vacuous
-        return inner % pick((small[activations] if activations < 4096 else b"%d" % activations,
-                             small[fulfilled] if fulfilled < 4096 else b"%d" % fulfilled,
-                             small[failed] if failed < 4096 else b"%d" % failed,
-                             small[vacuous] if vacuous < 4096 else b"%d" % vacuous,
-                             ratios.get((fulfilled, judged)) or _ratio_bytes(fulfilled, judged),
-                             _violations_bytes(found) if found else b"[]"))
+        values = pick((small[activations] if activations < 4096 else b"%d" % activations,
+                       small[fulfilled] if fulfilled < 4096 else b"%d" % fulfilled,
+                       small[failed] if failed < 4096 else b"%d" % failed,
+                       small[vacuous] if vacuous < 4096 else b"%d" % vacuous,
+                       ratios.get((fulfilled, judged)) or _ratio_bytes(fulfilled, judged),
+                       _violations_bytes(found) if found else b"[]"))
+        return inner % values, values
 
-    def plain(fulfilled: int, vacuous: int) -> bytes:
+    def plain(fulfilled: int, vacuous: int) -> tuple[bytes, tuple[bytes, ...]]:
         if len(seen) >= 50_000:
             seen.clear()
         found = seen[(fulfilled, vacuous)] = violated(fulfilled, vacuous, [])
@@ -485,10 +487,22 @@ class RunScorer:
             if template.layout.coverage else None)
         self._fill = self._fill_function()
 
+    @property
+    def template_text(self) -> bytes:
+        """The rule set's document with ``%s`` wherever a run's values go (``%%`` a literal
+        ``%``): ``template_text % values`` is the document, for the values :meth:`filled` gives."""
+        return self._template.text
+
     def canonical(self, batches: Iterable[Iterable[tuple[Any, ...]]], *, run_id: str, head_hash: str,
                   event_count: int) -> tuple[bytes, Fraction | None]:
         """(canonical document bytes, process score) of a run from its fact rows (given in
         batches, in seq order): what a worker sends back."""
+        return self.filled(batches, run_id=run_id, head_hash=head_hash, event_count=event_count)[:2]
+
+    def filled(self, batches: Iterable[Iterable[tuple[Any, ...]]], *, run_id: str, head_hash: str,
+               event_count: int) -> tuple[bytes, Fraction | None, tuple[bytes, ...] | None]:
+        """:meth:`canonical` and the values of :attr:`template_text`'s slots that make the
+        document (what the store keeps of it); None for them when the document was made whole."""
         monitor = self._monitor
         monitor.reset()
         for rows in batches:
@@ -500,14 +514,16 @@ class RunScorer:
             document = score_document(self.ruleset, findings, run_id=run_id, head_hash=head_hash,
                                       event_count=event_count, ruleset_digest=self.digest,
                                       tallies=monitor.tallies(), model_events=monitor.model_events)
-            return document.canonical, document.process_score
+            return document.canonical, document.process_score, None
 
     def _fill_function(self) -> Any:
         """``fill(findings, run_id, head_hash, event_count, model_events)`` -> (document bytes,
-        process score): the rule set's template filled by straight-line generated code (each rule's
-        counts, score and violations, each subtotal, the header), values in template order; what
-        the loop over the rules would compute, without the loop (tests hold it to
-        :func:`score_document`'s bytes)."""
+        process score, values): the rule set's template filled by straight-line generated code (each
+        rule's counts, score and violations, each subtotal, the header), values in template order;
+        what the loop over the rules would compute, without the loop (tests hold it to
+        :func:`score_document`'s bytes). A rule whose six values are one stretch of its object is
+        filled as one piece (its fixed fields between them included); ``values`` are every slot's
+        own, for :attr:`template_text`."""
         template = self._template
         names: dict[str, Any] = {"_text": template.text, "_small": _SMALL_INTS, "_ratios": _RATIOS,
                                  "_ratio_bytes": _ratio_bytes, "_dumps": _dumps, "_violations": _violations_bytes}
@@ -519,6 +535,7 @@ class RunScorer:
 
         segments = _between_slots(template.text)
         inside: set[int] = set()  # slots folded into a rule's own template
+        folded: dict[int, int] = {}  # the first slot of a folded rule's stretch -> the rule
         counts = []
         for i, (rule_id, weight, *where, tally) in enumerate(self._plan):
             names[f"_tally{i}"], names[f"_id{i}"] = tally, rule_id
@@ -534,8 +551,9 @@ class RunScorer:
                 names[f"_plain_seen{i}"] = seen = {}
                 names[f"_plain{i}"], names[f"_violated{i}"] = _rule_filler(inner, order, seen)
                 inside.update(range(first + 1, first + len(where)))
-                values[first] = f"(_violated{i}(f{i}, v{i}, x{i}) if x{i} else " \
-                                f"(_plain_seen{i}.get((f{i}, v{i})) or _plain{i}(f{i}, v{i})))"
+                lines.append(f"    p{i} = (_violated{i}(f{i}, v{i}, x{i}) if x{i} else "
+                             f"(_plain_seen{i}.get((f{i}, v{i})) or _plain{i}(f{i}, v{i})))")
+                folded[first] = i
                 continue
             at_activations, at_fulfilled, at_violated, at_vacuous, at_score, at_violations = where
             values[at_activations] = count_bytes(f"(j{i} + v{i})")
@@ -564,11 +582,16 @@ class RunScorer:
             values[at_coverage[0]] = count_bytes("applicable")
             values[at_coverage[1]] = count_bytes("judged_all")
             values[at_coverage[2]] = "b'%d' % model_events"
-        assert all(value or at in inside for at, value in enumerate(values)), "every slot of the template is filled"
+        assert all(value or at in inside or at in folded for at, value in enumerate(values)), \
+            "every slot of the template is filled"
         names["_text"] = b"".join(segments[at] + b"%s" for at in range(template.size) if at not in inside) \
             + segments[template.size]
-        lines.append("    return _text % (" + "".join(f"{value}, " for at, value in enumerate(values)
-                                                 if at not in inside) + "), process")
+        lines += [f"    s{at} = {value}" for at, value in enumerate(values) if value]
+        in_document = "".join(f"p{folded[at]}[0], " if at in folded else f"s{at}, "
+                              for at in range(template.size) if at not in inside)
+        in_template = "".join(f"*p{folded[at]}[1], " if at in folded else f"s{at}, "
+                              for at in range(template.size) if at not in inside)
+        lines.append(f"    return _text % ({in_document}), process, ({in_template})")
         namespace: dict[str, Any] = {"__builtins__": __builtins__, **names}
         exec(compile("\n".join(lines) + "\n", "<procgrade score template>", "exec"), namespace)
         return namespace["fill"]

@@ -1,6 +1,6 @@
 """The tables, as SQLAlchemy Core metadata (Alembic in ``migrations/`` owns the DDL).
 
-``events``, ``rulesets`` and ``scores`` are append-only: triggers created by the
+``events``, ``rulesets``, ``scores`` and ``score_templates`` are append-only: triggers created by the
 migrations refuse UPDATE and DELETE in the database itself. ``runs`` is the per-run projection the writer
 keeps current (head, count, provenance); once a run is sealed, a trigger refuses
 any change to its row. ``seals`` records each run's seal once (written by a trigger), so
@@ -72,9 +72,19 @@ scores = Table(
     Column("run_head_hash", Text, nullable=False),
     Column("run_event_count", BigInteger, nullable=False),
     Column("process_score", Text),
-    Column("document", Text, nullable=False),
+    Column("document", Text, nullable=False),  # the document, or its values when document_template is set
     Column("document_sha256", Text, nullable=False),
     PrimaryKeyConstraint("run_id", "ruleset_hash", "engine_version", "run_head_hash", name="pk_scores"),
+    Column("document_template", Text, ForeignKey("score_templates.template_sha256")),
+)
+
+#: A score document's text shared by every run of a rule set (engine/store/score_templates.py).
+score_templates = Table(
+    "score_templates",
+    metadata,
+    Column("template_sha256", Text, primary_key=True),
+    Column("template", Text, nullable=False),
+    Column("slots", Integer, nullable=False),
 )
 
 seals = Table(

@@ -10,23 +10,21 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import chain, islice
-from operator import attrgetter
 from typing import Any
 
 from procgrade.engine.errors import ScoreDriftError, StoreError, UnknownRunError
 from procgrade.engine.facts import FACT_COLUMNS
 from procgrade.engine.store.base import EventStore
+from procgrade.engine.store.score_templates import ScoreFill, ScoreTemplate, pack, unpack
 
 __all__ = ["StoredScore", "ScoreStore", "FACT_ROW_COLUMNS"]
 
 #: What rules read of an event, in this order (rules.predicates.ROW_COLUMNS mirrors it).
 FACT_ROW_COLUMNS: tuple[str, ...] = ("seq", "kind", "actor", "stage") + tuple(FACT_COLUMNS) + ("in_stage",)
 _SCORE_COLUMNS = ("run_id", "ruleset_hash", "engine_version", "run_head_hash", "run_event_count", "process_score",
-                  "document", "document_sha256")
-#: A stored score's values in ``_SCORE_COLUMNS`` order.
-_score_values = attrgetter(*_SCORE_COLUMNS)
+                  "document", "document_sha256", "document_template")
 #: Runs whose facts one query reads (bound parameters stay far below every database's limit).
 RUNS_PER_QUERY = 500
 
@@ -41,6 +39,9 @@ class StoredScore:
     process_score: str | None
     document: str
     document_sha256: str
+    #: the document as its rule set's template and this run's values, when the scorer made it so:
+    #: the store then keeps the template once and the values in the row (engine/store/score_templates.py)
+    fill: ScoreFill | None = field(default=None, compare=False, repr=False)
 
 
 class _LastRunRows:
@@ -163,30 +164,15 @@ class ScoreStore:
     def append_score(self, score: StoredScore) -> bool:
         """Store ``score``; False when the identical document is already stored (by this writer
         or a concurrent one: the check and the insert happen under the store's write lock)."""
-        sql = self.store._sql
-        key = "run_id = ? AND ruleset_hash = ? AND engine_version = ? AND run_head_hash = ?"
-        key_values = (score.run_id, score.ruleset_hash, score.engine_version, score.run_head_hash)
-        columns = list(score.__dict__)
-        with self.store._write_transaction() as tx:
-            tx.execute(sql(f"SELECT document_sha256 FROM scores WHERE {key}"), key_values)
-            stored = tx.fetchone()
-            if stored is None:
-                tx.execute(sql(f"INSERT INTO scores ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})"),
-                           tuple(score.__dict__.values()))
-                return True
-        if stored[0] != score.document_sha256:
-            raise ScoreDriftError(
-                f"run {score.run_id}: the score under rule set {score.ruleset_hash[:16]} differs from the "
-                f"stored one (stored {stored[0][:16]}, now {score.document_sha256[:16]})",
-                run_id=score.run_id)
-        return False
+        return self.append_scores([score])[0]
 
     def append_scores(self, scores: Sequence[StoredScore]) -> list[bool]:
         """Store many documents in one transaction (one commit per batch, not per run: the one
         writer's cost is what scoring many small runs comes down to); per document, whether it
         was new. The keys already held are looked up under the write lock, a few hundred per
         query; a held key must hold the same bytes, else :class:`ScoreDriftError` and nothing
-        of the batch is written. Idempotent, also for concurrent writers."""
+        of the batch is written. Idempotent, also for concurrent writers. A document made as a
+        :class:`ScoreFill` is stored as its values (its template once per store), any other whole."""
         sql = self.store._sql
         by_set: dict[str, list[str]] = {}
         for score in scores:
@@ -204,12 +190,13 @@ class ScoreStore:
                                (digest, *part))
                     held.update(((row[0], row[1], row[2], row[3]), row[4]) for row in tx.fetchall())
             written, new_rows = [], []
+            templates: dict[str, ScoreTemplate] = {}
             for score in scores:
                 key = (score.run_id, score.ruleset_hash, score.engine_version, score.run_head_hash)
                 stored = held.get(key)
                 if stored is None:
                     held[key] = score.document_sha256
-                    new_rows.append(_score_values(score))
+                    new_rows.append(self._row(score, templates))
                     written.append(True)
                     continue
                 if stored != score.document_sha256:
@@ -217,9 +204,34 @@ class ScoreStore:
                         f"run {score.run_id}: the score under rule set {score.ruleset_hash[:16]} differs from the "
                         f"stored one (stored {stored[:16]}, now {score.document_sha256[:16]})", run_id=score.run_id)
                 written.append(False)
+            if templates:
+                self._save_templates(tx, templates)
             if new_rows:
                 self.store._insert_many(tx, "scores", _SCORE_COLUMNS, new_rows)
         return written
+
+    @staticmethod
+    def _row(score: StoredScore, templates: dict[str, ScoreTemplate]) -> tuple[Any, ...]:
+        """``score``'s row in ``_SCORE_COLUMNS`` order: its values and template when it was made as
+        a fill (the template then joins ``templates``), else the document whole."""
+        fill = score.fill
+        values = None if fill is None else pack(fill)
+        if values is None:
+            return (score.run_id, score.ruleset_hash, score.engine_version, score.run_head_hash,
+                    score.run_event_count, score.process_score, score.document, score.document_sha256, None)
+        templates[fill.template.sha256] = fill.template  # type: ignore[union-attr]
+        return (score.run_id, score.ruleset_hash, score.engine_version, score.run_head_hash, score.run_event_count,
+                score.process_score, values, score.document_sha256, fill.template.sha256)  # type: ignore[union-attr]
+
+    def _save_templates(self, tx: Any, templates: dict[str, ScoreTemplate]) -> None:
+        """Store the ``templates`` not yet held (under the write lock, like the scores)."""
+        digests = sorted(templates)
+        tx.execute(self.store._sql("SELECT template_sha256 FROM score_templates "
+                                   f"WHERE template_sha256 IN ({', '.join('?' * len(digests))})"), digests)
+        held = {row[0] for row in tx.fetchall()}
+        missing = [(digest, templates[digest].text, templates[digest].slots) for digest in digests if digest not in held]
+        if missing:
+            self.store._insert_many(tx, "score_templates", ("template_sha256", "template", "slots"), missing)
 
     def score_heads(self) -> list[tuple[str, str, int, str]]:
         """(run id, rule-set hash, events covered, run head hash) of every stored score, ordered by
@@ -230,9 +242,26 @@ class ScoreStore:
             return [tuple(row) for row in cursor.fetchall()]
 
     def scores(self, run_id: str | None = None) -> list[StoredScore]:
-        """Stored scores (of one run, or all), ordered by their key in the database's collation."""
+        """Stored scores (of one run, or all), ordered by their key in the database's collation;
+        each document whole, however its row keeps it."""
         where, params = ("WHERE run_id = ? ", (run_id,)) if run_id is not None else ("", ())
         with self.store._reading() as cursor:
             cursor.execute(self.store._sql(f"SELECT {', '.join(_SCORE_COLUMNS)} FROM scores {where}"
                                            "ORDER BY run_id, ruleset_hash, engine_version, run_head_hash"), params)
-            return [StoredScore(*row) for row in cursor.fetchall()]
+            rows = cursor.fetchall()
+            digests = sorted({row[8] for row in rows if row[8] is not None})
+            templates: dict[str, ScoreTemplate] = {}
+            for start in range(0, len(digests), RUNS_PER_QUERY):
+                part = digests[start:start + RUNS_PER_QUERY]
+                cursor.execute(self.store._sql("SELECT template_sha256, template, slots FROM score_templates "
+                                               f"WHERE template_sha256 IN ({', '.join('?' * len(part))})"), part)
+                templates.update((digest, ScoreTemplate(digest, text, slots)) for digest, text, slots in cursor.fetchall())
+        out = []
+        for *head, document, sha256, digest in rows:
+            if digest is not None:
+                template = templates.get(digest)
+                if template is None:
+                    raise StoreError(f"run {head[0]}: its stored score's template {digest[:16]} is not in the store")
+                document = unpack(template, document, run_id=head[0])
+            out.append(StoredScore(*head, document, sha256))
+        return out
