@@ -42,10 +42,15 @@ def cgroup_cpu_quota(proc: Path = Path("/proc/self")) -> float | None:
     try:  # anything unreadable, undecodable or denied on the way is no quota, never an error
         mounts = (proc / "mountinfo").read_text(errors="surrogateescape").splitlines()
         memberships = (proc / "cgroup").read_text(errors="surrogateescape").splitlines()
-        quotas = [quota for directory, mounted, version in _cpu_cgroup_directories(mounts, memberships)
-                  for quota in _quotas_up_from(directory, mounted, version)]
+        hierarchies = _cpu_cgroup_directories(mounts, memberships)
     except (OSError, ValueError):
         return None
+    quotas = []
+    for directory, mounted, version in hierarchies:
+        try:  # per hierarchy: one denied on the way keeps what another says
+            quotas += _quotas_up_from(directory, mounted, version)
+        except (OSError, ValueError):
+            continue
     return min(quotas) if quotas else None
 
 
@@ -59,14 +64,14 @@ def _cpu_cgroup_directories(mounts: list[str], memberships: list[str]) -> list[t
             paths.setdefault(controller, path)
     found = []
     for line in mounts:
-        fields = line.split()
+        fields = line.split(" ")  # one space between fields; whitespace inside one is escaped (\040)
         if "-" not in fields:
             continue
         dash = fields.index("-")
         if dash + 2 >= len(fields) or dash < 5:
             continue
         kind, options = fields[dash + 1], fields[dash + 3].split(",") if dash + 3 < len(fields) else []
-        root, mount_point = fields[3], fields[4]
+        root, mount_point = _unescape(fields[3]), fields[4]
         if kind == "cgroup2" and "" in paths:
             version, path = 2, paths[""]
         elif kind == "cgroup" and "cpu" in options and "cpu" in paths:
@@ -83,15 +88,16 @@ def _cpu_cgroup_directories(mounts: list[str], memberships: list[str]) -> list[t
 def _inside(path: str, root: str) -> str | None:
     """``path`` relative to the mount's ``root`` (where in the hierarchy the mount starts), or
     None when the process's cgroup lies outside what is mounted. A container's own cgroup is
-    mounted as the root of its view: its path then reads as the root, or as a path the mount
-    does not show (no cgroup namespace), which is taken as the mount's root too."""
+    mounted as the root of its view: its path then reads as that root (Docker without a cgroup
+    namespace). A path the mount does not show is some other group's business: no quota is read
+    for it, as the JVM's container support decides (the mount's root could be any group's)."""
     if ".." in path.split("/"):  # outside a cgroup namespace's root: nothing of it is visible here
         return None
     if root == "/":
         return path.lstrip("/")
     if path == root or path.startswith(root.rstrip("/") + "/"):
         return path[len(root):].lstrip("/")
-    return ""  # outside the mount's view: the mount's root is the nearest cgroup seen
+    return None
 
 
 def _quotas_up_from(directory: Path, mounted: Path, version: int) -> list[float]:

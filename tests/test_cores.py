@@ -91,8 +91,11 @@ def test_a_containers_own_cgroup_mounted_as_its_root(tmp_path: Path) -> None:
     _v1_group(mount, 100_000, 100_000)
     proc = _proc(tmp_path, [_v1_mount(mount, root="/docker/0123abcd")], ["4:cpu:/docker/0123abcd"])
     assert cgroup_cpu_quota(proc) == 1.0
-    # a path outside what the mount shows (a nested runtime's view): the mount's root is the nearest group
+    # a path outside what the mount shows: the mount's root is some other group, whose quota is not ours
     proc = _proc(tmp_path / "nested", [_v1_mount(mount, root="/docker/0123abcd")], ["4:cpu:/elsewhere"])
+    assert cgroup_cpu_quota(proc) is None
+    # the root field escapes a space as mount points do
+    proc = _proc(tmp_path / "spaced", [_v1_mount(mount, root="/my\\040box")], ["4:cpu:/my box"])
     assert cgroup_cpu_quota(proc) == 1.0
 
 
@@ -102,6 +105,24 @@ def test_mount_points_with_escaped_spaces(tmp_path: Path) -> None:
     escaped = str(mount).replace(" ", "\\040")
     proc = _proc(tmp_path, [f"30 23 0:26 / {escaped} rw - cgroup2 cgroup2 rw"], ["0::/"])
     assert cgroup_cpu_quota(proc) == 2.0
+
+
+def test_a_mount_point_holding_other_whitespace_is_one_field(tmp_path: Path) -> None:
+    """mountinfo separates its fields by one space; a no-break space is part of a name."""
+    mount = tmp_path / "cgroup\u00a0fs"
+    _v2_group(mount, "300000 100000")
+    assert cgroup_cpu_quota(_proc(tmp_path, [_v2_mount(mount)], ["0::/"])) == 3.0
+
+
+def test_one_hierarchy_failing_keeps_what_another_says(tmp_path: Path) -> None:
+    """An error on the way through one hierarchy (here a name too long to look up, which raises
+    even for root) leaves the quota another hierarchy holds."""
+    v2 = tmp_path / "unified"
+    _v2_group(v2, "50000 100000")
+    v1 = tmp_path / "cpu"
+    _v1_group(v1, 300_000)
+    proc = _proc(tmp_path, [_v1_mount(v1), _v2_mount(v2)], ["4:cpu:/" + "x" * 300, "0::/"])
+    assert cgroup_cpu_quota(proc) == 0.5
 
 
 @pytest.mark.parametrize("cpu_max", ["", "garbage", "0 100000", "50000 0", "50000"])
