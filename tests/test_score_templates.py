@@ -188,3 +188,31 @@ def test_every_overwrite_of_a_template_is_refused(store: EventStore, db_kind: st
     with store.engine.connect() as conn:
         assert conn.execute(text("SELECT * FROM score_templates")).all() == before
     assert ScoreStore(store).scores()[0].document.encode() == compute_score(store, load_ruleset(), "kinds-40").canonical
+
+
+def test_a_store_scored_before_0007_keeps_its_documents_and_gains_value_rows(tmp_path: Path) -> None:
+    """The v1 fixture (revision 0003, every document whole) migrated to the head: its 17 documents
+    read back unchanged, a re-score under the current rule set stores values beside them, and all
+    34 verify."""
+    import shutil
+
+    from procgrade.engine.store import open_store
+    from procgrade.engine.store.migrate import upgrade
+    from procgrade.engine.store.sqlite import sqlite_engine
+
+    db = tmp_path / "v1.sqlite"
+    shutil.copyfile(ROOT / "tests" / "fixtures" / "v1-scores" / "v1.sqlite", db)
+    engine = sqlite_engine(f"sqlite:///{db}")
+    upgrade(engine)
+    engine.dispose()
+    store = open_store(f"sqlite:///{db}")
+    try:
+        before = {(s.run_id, s.ruleset_hash): s.document for s in ScoreStore(store).scores()}
+        assert len(before) == 17 and all(template is None for _, _, template in _rows(store))
+        score_many(store, None, load_ruleset(), executor=LocalExecutor(1), collect=False)
+        after = {(s.run_id, s.ruleset_hash): s.document for s in ScoreStore(store).scores()}
+        assert {key: after[key] for key in before} == before
+        assert sum(template is not None for _, _, template in _rows(store)) == len(store.runs())
+        assert verify_many(store) == (17 + len(store.runs()), [])
+    finally:
+        store.close()

@@ -229,7 +229,8 @@ class ScoreStore:
         tx.execute(self.store._sql("SELECT template_sha256 FROM score_templates "
                                    f"WHERE template_sha256 IN ({', '.join('?' * len(digests))})"), digests)
         held = {row[0] for row in tx.fetchall()}
-        missing = [(digest, templates[digest].text, templates[digest].slots) for digest in digests if digest not in held]
+        missing = [(digest, templates[digest].text, templates[digest].slots)
+                   for digest in digests if digest not in held]
         if missing:
             self.store._insert_many(tx, "score_templates", ("template_sha256", "template", "slots"), missing)
 
@@ -255,7 +256,8 @@ class ScoreStore:
                 part = digests[start:start + RUNS_PER_QUERY]
                 cursor.execute(self.store._sql("SELECT template_sha256, template, slots FROM score_templates "
                                                f"WHERE template_sha256 IN ({', '.join('?' * len(part))})"), part)
-                templates.update((digest, ScoreTemplate(digest, text, slots)) for digest, text, slots in cursor.fetchall())
+                templates.update((digest, ScoreTemplate(digest, text, slots))
+                                 for digest, text, slots in cursor.fetchall())
         out = []
         for *head, document, sha256, digest in rows:
             if digest is not None:
