@@ -25,7 +25,7 @@ from procgrade.engine.executors import Executor, LocalExecutor, plan_chunks
 from procgrade.engine.rescoring import Drift, ScoreOutcome, ruleset_from_body, score_batch
 from procgrade.engine.scoring import RunScorer, ScoreDocument
 from procgrade.engine.store import EventStore, open_store
-from procgrade.engine.store.score_templates import SEPARATOR, ScoreFill, ScoreTemplate
+from procgrade.engine.store.score_templates import ScoreFill, ScoreTemplate
 from procgrade.engine.store.scores import ScoreStore, StoredScore
 from procgrade.engine.version import __version__ as ENGINE_VERSION
 from procgrade.rules.identity import ruleset_document, ruleset_hash
@@ -118,16 +118,14 @@ def scorer_for(body: str, digest: str | None = None) -> RunScorer:
 def score_task(source: FactSource, body: str,
                runs: list[RunHead]) -> list[tuple[str, str, int, bytes, str | None, bytes | None]]:
     """Score documents of ``runs`` (each at its given length): per run its canonical bytes,
-    process score and the values that fill the rule set's template into it (joined by
-    :data:`SEPARATOR`; None when the document was made whole), what the store keeps of it. The
+    process score and the values that fill the rule set's template into it (joined by U+001F;
+    None when the document was made whole), what the store keeps of it. The
     chunk's facts are read many runs per query."""
     scorer = scorer_for(body)
     facts = source.open()
-    separator = SEPARATOR.encode()
     try:
         documents = score_batch(facts, runs, scorer, values=True)
-        return [(run_id, head, count, document, _score_text(process),
-                 None if values is None else separator.join(values))
+        return [(run_id, head, count, document, _score_text(process), values)
                 for (run_id, head, count), (document, process, values) in zip(runs, documents)]
     finally:
         facts.close()

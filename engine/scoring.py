@@ -362,6 +362,9 @@ def _dumps(value: Any) -> bytes:
     return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
 
 
+#: Between a document's values as the store keeps them (procgrade.engine.store.score_templates.SEPARATOR).
+_SEPARATOR = b"\x1f"
+
 #: A rule's run-dependent fields, in the order of :attr:`_Template.rule_positions`.
 _RULE_FIELDS = ("activations", "fulfilled", "violated", "vacuous", "score", "violations")
 
@@ -381,13 +384,13 @@ def _between_slots(text: bytes) -> list[bytes]:
 def _rule_filler(inner: bytes, order: tuple[str, ...], seen: dict[tuple[int, int], bytes]) -> tuple[Any, Any]:
     """(``plain(fulfilled, vacuous)``, ``violated(fulfilled, vacuous, violations)``): the bytes of
     one rule's stretch of run-dependent values (``inner``, its fields in ``order``) and the values
-    themselves in that order, the first remembered in ``seen`` (a rule without violations has few
-    distinct counts across runs)."""
+    themselves in that order, joined by :data:`_SEPARATOR`; the first remembered in ``seen`` (a rule
+    without violations has few distinct counts across runs)."""
 
     pick = itemgetter(*[_RULE_FIELDS.index(name) for name in order])  # _RULE_FIELDS order -> text order
     small, ratios = _SMALL_INTS, _RATIOS
 
-    def violated(fulfilled: int, vacuous: int, found: list[Finding]) -> tuple[bytes, tuple[bytes, ...]]:
+    def violated(fulfilled: int, vacuous: int, found: list[Finding]) -> tuple[bytes, bytes]:
         failed = len(found)
         judged = fulfilled + failed
         activations = judged + vacuous
@@ -397,9 +400,9 @@ def _rule_filler(inner: bytes, order: tuple[str, ...], seen: dict[tuple[int, int
                        small[vacuous] if vacuous < 4096 else b"%d" % vacuous,
                        ratios.get((fulfilled, judged)) or _ratio_bytes(fulfilled, judged),
                        _violations_bytes(found) if found else b"[]"))
-        return inner % values, values
+        return inner % values, _SEPARATOR.join(values)
 
-    def plain(fulfilled: int, vacuous: int) -> tuple[bytes, tuple[bytes, ...]]:
+    def plain(fulfilled: int, vacuous: int) -> tuple[bytes, bytes]:
         if len(seen) >= 50_000:
             seen.clear()
         found = seen[(fulfilled, vacuous)] = violated(fulfilled, vacuous, [])
@@ -490,7 +493,8 @@ class RunScorer:
     @property
     def template_text(self) -> bytes:
         """The rule set's document with ``%s`` wherever a run's values go (``%%`` a literal
-        ``%``): ``template_text % values`` is the document, for the values :meth:`filled` gives."""
+        ``%``): ``template_text % tuple(values.split(b"\x1f"))`` is the document, for the values
+        :meth:`filled` gives."""
         return self._template.text
 
     def canonical(self, batches: Iterable[Iterable[tuple[Any, ...]]], *, run_id: str, head_hash: str,
@@ -500,9 +504,10 @@ class RunScorer:
         return self.filled(batches, run_id=run_id, head_hash=head_hash, event_count=event_count)[:2]
 
     def filled(self, batches: Iterable[Iterable[tuple[Any, ...]]], *, run_id: str, head_hash: str,
-               event_count: int) -> tuple[bytes, Fraction | None, tuple[bytes, ...] | None]:
+               event_count: int) -> tuple[bytes, Fraction | None, bytes | None]:
         """:meth:`canonical` and the values of :attr:`template_text`'s slots that make the
-        document (what the store keeps of it); None for them when the document was made whole."""
+        document (what the store keeps of it), joined by U+001F (canonical JSON escapes every
+        control character, so no value holds one); None for them when the document was made whole."""
         monitor = self._monitor
         monitor.reset()
         for rows in batches:
@@ -518,12 +523,12 @@ class RunScorer:
 
     def _fill_function(self) -> Any:
         """``fill(findings, run_id, head_hash, event_count, model_events)`` -> (document bytes,
-        process score, values): the rule set's template filled by straight-line generated code (each
+        process score, values joined): the rule set's template filled by straight-line generated code (each
         rule's counts, score and violations, each subtotal, the header), values in template order;
         what the loop over the rules would compute, without the loop (tests hold it to
         :func:`score_document`'s bytes). A rule whose six values are one stretch of its object is
-        filled as one piece (its fixed fields between them included); ``values`` are every slot's
-        own, for :attr:`template_text`."""
+        filled as one piece (its fixed fields between them included); the values are every slot's
+        own, for :attr:`template_text`, joined by :data:`_SEPARATOR` (a rule's six joined once)."""
         template = self._template
         names: dict[str, Any] = {"_text": template.text, "_small": _SMALL_INTS, "_ratios": _RATIOS,
                                  "_ratio_bytes": _ratio_bytes, "_dumps": _dumps, "_violations": _violations_bytes}
@@ -589,9 +594,10 @@ class RunScorer:
         lines += [f"    s{at} = {value}" for at, value in enumerate(values) if value]
         in_document = "".join(f"p{folded[at]}[0], " if at in folded else f"s{at}, "
                               for at in range(template.size) if at not in inside)
-        in_template = "".join(f"*p{folded[at]}[1], " if at in folded else f"s{at}, "
+        in_template = "".join(f"p{folded[at]}[1], " if at in folded else f"s{at}, "
                               for at in range(template.size) if at not in inside)
-        lines.append(f"    return _text % ({in_document}), process, ({in_template})")
+        names["_separator"] = _SEPARATOR
+        lines.append(f"    return _text % ({in_document}), process, _separator.join(({in_template}))")
         namespace: dict[str, Any] = {"__builtins__": __builtins__, **names}
         exec(compile("\n".join(lines) + "\n", "<procgrade score template>", "exec"), namespace)
         return namespace["fill"]

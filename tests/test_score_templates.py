@@ -19,6 +19,7 @@ from procgrade.engine.executors import LocalExecutor
 from procgrade.engine.ingest import ingest_native
 from procgrade.engine.parallel_scoring import score_many, verify_many
 from procgrade.engine.rescoring import compute_score, score_runs
+from procgrade.engine import scoring
 from procgrade.engine.scoring import RunScorer
 from procgrade.engine.store import EventStore
 from procgrade.engine.store.score_templates import SEPARATOR, ScoreFill, ScoreTemplate, pack, unpack
@@ -91,13 +92,14 @@ def test_the_scorers_values_fill_its_template_into_the_document(store: EventStor
     run_ids = _fill(store, tmp_path)
     scorer = RunScorer(load_ruleset())
     template = ScoreTemplate.of(scorer.template_text)
+    assert scoring._SEPARATOR == SEPARATOR.encode()  # the scorer joins as the store splits
     for run_id in run_ids:
         info = store.run(run_id)
         document, _, values = scorer.filled(ScoreStore(store).fact_batches(run_id), run_id=run_id,
                                             head_hash=info.head_hash or "", event_count=info.event_count)
-        assert values is not None and len(values) == template.slots
-        assert scorer.template_text % values == document
-        joined = SEPARATOR.join(value.decode() for value in values)
+        assert values is not None and values.count(SEPARATOR.encode()) == template.slots - 1
+        assert scorer.template_text % tuple(values.split(SEPARATOR.encode())) == document
+        joined = values.decode()
         assert pack(ScoreFill(template, joined)) == joined
         assert unpack(template, joined, run_id=run_id).encode() == document
 
