@@ -493,8 +493,7 @@ class RunScorer:
     @property
     def template_text(self) -> bytes:
         """The rule set's document with ``%s`` wherever a run's values go (``%%`` a literal
-        ``%``): ``template_text % tuple(values.split(b"\x1f"))`` is the document, for the values
-        :meth:`filled` gives."""
+        ``%``): filled with the values :meth:`filled` gives (split at U+001F), it is the document."""
         return self._template.text
 
     def canonical(self, batches: Iterable[Iterable[tuple[Any, ...]]], *, run_id: str, head_hash: str,
@@ -523,8 +522,8 @@ class RunScorer:
 
     def _fill_function(self) -> Any:
         """``fill(findings, run_id, head_hash, event_count, model_events)`` -> (document bytes,
-        process score, values joined): the rule set's template filled by straight-line generated code (each
-        rule's counts, score and violations, each subtotal, the header), values in template order;
+        process score, values joined): the rule set's template filled by straight-line generated
+        code (each rule's counts, score and violations, each subtotal, the header), values in template order;
         what the loop over the rules would compute, without the loop (tests hold it to
         :func:`score_document`'s bytes). A rule whose six values are one stretch of its object is
         filled as one piece (its fixed fields between them included); the values are every slot's
