@@ -24,6 +24,7 @@ from procgrade.engine.scoring import RunScorer
 from procgrade.engine.store import EventStore
 from procgrade.engine.store.score_templates import SEPARATOR, ScoreFill, ScoreTemplate, pack, unpack
 from procgrade.engine.store.scores import ScoreStore, StoredScore
+from procgrade.rules.identity import ruleset_hash
 from procgrade.rules.loading import load_ruleset
 from procgrade.rules.planted import discover
 
@@ -79,10 +80,9 @@ def test_whole_rows_and_value_rows_live_side_by_side(store: EventStore, tmp_path
     rows = _rows(store)
     assert sum(template is None for _, _, template in rows) == len(run_ids)
     assert sum(template is not None for _, _, template in rows) == len(run_ids)
+    by_hash = {ruleset_hash(ruleset): ruleset, ruleset_hash(newer): newer}
     for score in ScoreStore(store).scores():
-        scored_with = ruleset if score.ruleset_hash == compute_score(store, ruleset, score.run_id).ruleset_hash \
-            else newer
-        assert score.document.encode() == compute_score(store, scored_with, score.run_id).canonical
+        assert score.document.encode() == compute_score(store, by_hash[score.ruleset_hash], score.run_id).canonical
     assert verify_many(store) == (2 * len(run_ids), [])
     # re-scoring is a no-op either way: the held bytes are the document's
     assert all(not outcome.written for outcome in score_many(store, None, newer, executor=LocalExecutor(1)))
