@@ -108,6 +108,18 @@ def rescore(store: EventStore, ruleset: RuleSet, workers: int) -> tuple[float, f
     return timed(run)
 
 
+def stored_sizes(store: EventStore) -> tuple[float, float] | None:
+    """(mean bytes a score row keeps in ``document``, mean bytes of the documents they stand for)
+    over the rows stored as template values (revision 0007), or None when there are none."""
+    with store.engine.connect() as conn:
+        row = conn.exec_driver_sql("SELECT avg(length(document)) FROM scores WHERE document_template IS NOT NULL")
+        values = row.scalar()
+    if values is None:
+        return None
+    documents = [len(score.document.encode()) for score in ScoreStore(store).scores()[:1000]]
+    return float(values), sum(documents) / len(documents)
+
+
 def build(tmp: Path, name: str, events: int, runs: int, url: str | None = None) -> EventStore:
     store = open_store(url or f"sqlite:///{tmp}/{name}.db", create=True)
     if url is None:
@@ -170,6 +182,7 @@ def compare(tmp: Path, args: argparse.Namespace, ruleset: RuleSet) -> None:
         for name, store in (("small", small), ("large", large)):
             results[name].append(rescore(store, ruleset, 1))
             bares[name].append(timed(lambda: bare_read(store))[1])
+    stored = stored_sizes(small)
     small.close()
     large.close()
     small_cpu, large_cpu = min(c for _, c in results["small"]), min(c for _, c in results["large"])
@@ -179,6 +192,10 @@ def compare(tmp: Path, args: argparse.Namespace, ruleset: RuleSet) -> None:
     for label, cpu, bare, runs in ((args.small, small_cpu, small_bare, small_runs),
                                    (args.large, large_cpu, large_bare, large_runs)):
         print(f"{label + ' (runs x events)':<24} {cpu:>15.2f} {bare:>16.2f} {cpu / runs * 1000:>11.3f}")
+    if stored is not None:
+        row, document = stored
+        print(f"stored per small run: {row:,.0f} bytes of values in its row for a {document:,.0f}-byte document "
+              f"({row / document:.2f}x; the rule set's template is stored once)")
     print(f"{args.small} / {args.large} re-score: {small_cpu / large_cpu:.2f}x the CPU time "
           f"(re-score / bare read: {small_cpu / small_bare:.2f}x and {large_cpu / large_bare:.2f}x)")
 
