@@ -44,6 +44,12 @@ class StoredScore:
     fill: ScoreFill | None = field(default=None, compare=False, repr=False)
 
 
+def _fewer_events(run_id: str, count: int) -> StoreError:
+    """A run's facts asked for at a count above the events it holds, however the reader saw it."""
+    return StoreError(f"run {run_id}: holds fewer events than the {count} asked for; run `procgrade verify-log`",
+                      run_id=run_id)
+
+
 class _LastRunRows:
     """The rows of a query's last run, which no run follows to show it short: running out before
     ``count`` rows raises :class:`StoreError` to whoever reads them (the caller, or the reader's
@@ -61,8 +67,7 @@ class _LastRunRows:
         row = next(self._rows, None)
         if row is None:
             if self._left:
-                raise StoreError(f"run {self._run_id}: holds fewer events than the {self._count} asked for; "
-                                 "run `procgrade verify-log`", run_id=self._run_id)
+                raise _fewer_events(self._run_id, self._count)
             raise StopIteration
         self._left -= 1
         return row
@@ -135,8 +140,7 @@ class ScoreStore:
                     deque(rows, maxlen=0)  # what the caller left
                     following = next(stream, None)
                     if following is not None and following[0] not in (0, upto[run_id]):  # ran into the next run
-                        raise StoreError(f"run {run_id}: holds fewer events than the {upto[run_id]} asked for; "
-                                         "run `procgrade verify-log`", run_id=run_id)
+                        raise _fewer_events(run_id, upto[run_id])
                     while following is not None and following[0] != 0:  # rows appended since the count
                         following = next(stream, None)
 
@@ -216,12 +220,12 @@ class ScoreStore:
         a fill (the template then joins ``templates``), else the document whole."""
         fill = score.fill
         values = None if fill is None else pack(fill)
-        if values is None:
-            return (score.run_id, score.ruleset_hash, score.engine_version, score.run_head_hash,
-                    score.run_event_count, score.process_score, score.document, score.document_sha256, None)
-        templates[fill.template.sha256] = fill.template  # type: ignore[union-attr]
+        digest = None
+        if values is not None:
+            digest = fill.template.sha256  # type: ignore[union-attr]
+            templates[digest] = fill.template  # type: ignore[union-attr]
         return (score.run_id, score.ruleset_hash, score.engine_version, score.run_head_hash, score.run_event_count,
-                score.process_score, values, score.document_sha256, fill.template.sha256)  # type: ignore[union-attr]
+                score.process_score, score.document if values is None else values, score.document_sha256, digest)
 
     def _save_templates(self, tx: Any, templates: dict[str, ScoreTemplate]) -> None:
         """Store the ``templates`` not yet held (under the write lock, like the scores)."""
