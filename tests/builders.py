@@ -101,6 +101,18 @@ def models(events: Iterable[dict[str, Any]]) -> list[Event]:
     return [adapter.validate_python(e) for e in events]
 
 
+def allow_updates(store: Any, db_kind: str, *tables: str) -> None:
+    """Turn off the append-only guard against UPDATE on ``tables``, as the database's owner can:
+    where a tamper test starts (SQLite drops ``<table>_refuse_update``, PostgreSQL disables
+    ``<table>_refuse_change``)."""
+    from sqlalchemy import text
+
+    with store.engine.begin() as conn:
+        for table in tables:
+            conn.execute(text(f"DROP TRIGGER {table}_refuse_update" if db_kind == "sqlite"
+                              else f"ALTER TABLE {table} DISABLE TRIGGER {table}_refuse_change"))
+
+
 def _drop_none(value: dict[str, Any]) -> dict[str, Any]:
     return {k: (_drop_none(v) if isinstance(v, dict) and k == "harness" else v)
             for k, v in value.items() if v is not None}

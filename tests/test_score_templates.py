@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import text
 
-from builders import every_kind_run, small_run, write_jsonl
+from builders import allow_updates, every_kind_run, small_run, write_jsonl
 from procgrade.engine.canonical import sha256_hex
 from procgrade.engine.errors import StoreError
 from procgrade.engine.executors import LocalExecutor
@@ -122,21 +122,11 @@ def test_values_that_do_not_fit_their_template_are_stored_whole(store: EventStor
     assert scores.scores()[0].document == whole.document
 
 
-def _allow_score_changes(store: EventStore, db_kind: str) -> None:
-    with store.engine.begin() as conn:
-        if db_kind == "sqlite":
-            conn.execute(text("DROP TRIGGER scores_refuse_update"))
-            conn.execute(text("DROP TRIGGER score_templates_refuse_update"))
-        else:
-            conn.execute(text("ALTER TABLE scores DISABLE TRIGGER scores_refuse_change"))
-            conn.execute(text("ALTER TABLE score_templates DISABLE TRIGGER score_templates_refuse_change"))
-
-
 def test_a_changed_value_is_drift_and_a_changed_template_is_named(store: EventStore, db_kind: str,
                                                                   tmp_path: Path) -> None:
     _fill(store, tmp_path)
     score_many(store, ["kinds-40", "kinds-1"], load_ruleset(), executor=LocalExecutor(1), collect=False)
-    _allow_score_changes(store, db_kind)
+    allow_updates(store, db_kind, "scores", "score_templates")
     with store.engine.begin() as conn:
         # the run's event count is a value of its own: 40 becomes 41
         conn.execute(text("UPDATE scores SET document = replace(document, :old, :new) WHERE run_id = 'kinds-40'"),

@@ -13,7 +13,7 @@ import orjson
 import pytest
 from sqlalchemy import text
 
-from builders import ev, run_started, write_jsonl
+from builders import allow_updates, ev, run_started, write_jsonl
 from databases import fresh_url
 from procgrade.engine.errors import ScoreDriftError
 from procgrade.engine.ingest import ingest_native
@@ -163,21 +163,11 @@ def test_scores_are_append_only_in_the_database(store: EventStore, tmp_path: Pat
     assert len(ScoreStore(store).scores()) == 2
 
 
-def _disable_score_triggers(store: EventStore, db_kind: str) -> None:
-    with store.engine.begin() as conn:
-        if db_kind == "sqlite":
-            conn.execute(text("DROP TRIGGER scores_refuse_update"))
-            conn.execute(text("DROP TRIGGER events_refuse_update"))
-        else:
-            conn.execute(text("ALTER TABLE scores DISABLE TRIGGER scores_refuse_change"))
-            conn.execute(text("ALTER TABLE events DISABLE TRIGGER events_refuse_change"))
-
-
 def test_verify_names_a_tampered_score_and_a_changed_log(store: EventStore, store_url: str, db_kind: str,
                                                          tmp_path: Path) -> None:
     run_ids = _ingest_both(store, tmp_path)
     score_runs(store, run_ids, load_ruleset())
-    _disable_score_triggers(store, db_kind)
+    allow_updates(store, db_kind, "scores", "events")
     with store.engine.begin() as conn:
         conn.execute(text("UPDATE scores SET document = replace(document, :old, :new) WHERE run_id = 'faulty-1'"),
                      {"old": '"violated":1', "new": '"violated":0'})
