@@ -116,7 +116,7 @@ def stored_sizes(store: EventStore) -> tuple[float, float] | None:
         values = row.scalar()
     if values is None:
         return None
-    documents = [len(score.document.encode()) for score in ScoreStore(store).scores()[:1000]]
+    documents = [len(score.document.encode()) for score in ScoreStore(store).scores()]
     return float(values), sum(documents) / len(documents)
 
 
