@@ -9,13 +9,13 @@ record anywhere, or a conflict in any run, leaves the store as it was.
 from __future__ import annotations
 
 import contextlib
-import gc
 import os
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from procgrade.engine import cyclic_gc
 from procgrade.engine.errors import InputError, StoreError
 from procgrade.engine.importers.provenance import Overrides
 from procgrade.engine.native import RunEvents, bounded_lines, iter_native_rows
@@ -90,7 +90,7 @@ def _ingest(store: EventStore, paths: Sequence[Path | str], *, format: str, seal
 
     reports: list[IngestReport] = []
     unrecognised: list[str] = []
-    with _no_cyclic_gc(), _prepare_pool() as pool, store.writer(bulk=True) as writer:
+    with cyclic_gc.paused(), _prepare_pool() as pool, store.writer(bulk=True) as writer:
         if format == "native":
             paths = list(paths)  # a caller's iterator: the first path is named below if refused
             if given and paths:
@@ -233,7 +233,7 @@ def ingest_native(store: EventStore, paths: Sequence[Path | str], *, seal: bool 
     pieces as it is read, so memory is bounded by a piece per open run (not by the file), and a
     bad line in the last file still leaves nothing written.
     """
-    with _no_cyclic_gc(), _prepare_pool() as pool, store.writer(bulk=True) as writer:
+    with cyclic_gc.paused(), _prepare_pool() as pool, store.writer(bulk=True) as writer:
         return _append_native_paths(writer, list(paths), pool, seal)
 
 
@@ -293,19 +293,6 @@ def ingest_workers() -> int:
 
     cores = usable_cores()
     return 0 if cores < 2 else min(4, cores)
-
-
-@contextlib.contextmanager
-def _no_cyclic_gc() -> Iterator[None]:
-    """Pause the cyclic collector: events hold no cycles, and its passes over millions of
-    young objects cost a third of ingest time (reference counting still frees everything)."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 def _locate_imported(exc: StoreError, tree: object, places: list[tuple[str, str]]) -> StoreError:

@@ -18,6 +18,7 @@ from typing import Any
 
 import orjson
 
+from procgrade.engine import cyclic_gc
 from procgrade.engine.canonical import canonical_json, sha256_hex
 from procgrade.engine.errors import InputError, ProcgradeError
 from procgrade.engine.interrupts import deferred_interrupt
@@ -116,17 +117,18 @@ def scorer_for(body: str, digest: str | None = None) -> RunScorer:
 
 
 def score_task(source: FactSource, body: str,
-               runs: list[RunHead]) -> list[tuple[str, str, int, bytes, str | None, bytes | None]]:
-    """Score documents of ``runs`` (each at its given length): per run its canonical bytes,
-    process score and the values that fill the rule set's template into it (joined by U+001F;
-    None when the document was made whole), what the store keeps of it. The
-    chunk's facts are read many runs per query."""
+               runs: list[RunHead]) -> list[tuple[str, str, int, str | None, str, bytes | None, bytes | None]]:
+    """Score documents of ``runs`` (each at its given length): per run what the store keeps of it
+    (:class:`procgrade.engine.rescoring.StoredForm`): its process score as text, its sha256, and
+    the values that fill the rule set's template into it (joined by U+001F) or, where there are
+    none, the document's canonical bytes. The chunk's facts are read many runs per query."""
     scorer = scorer_for(body)
     facts = source.open()
     try:
-        documents = score_batch(facts, runs, scorer, values=True)
-        return [(run_id, head, count, document, _score_text(process), values)
-                for (run_id, head, count), (document, process, values) in zip(runs, documents)]
+        with cyclic_gc.paused():  # in a worker process too
+            forms = score_batch(facts, runs, scorer, stored=True)
+        return [(run_id, head, count, _score_text(process), digest, values, document)
+                for (run_id, head, count), (process, digest, values, document) in zip(runs, forms)]
     finally:
         facts.close()
 
@@ -138,11 +140,12 @@ def verify_task(source: FactSource, bodies: dict[str, str], items: list[tuple[st
     try:
         heads = [(run_id, (facts.hash_at(run_id, count - 1) if count else "") or "", count)
                  for run_id, _, count in items]
-        if len({run_id for run_id, _, _ in items}) == len(items):  # each run once: read them in batches
-            by_run = {run_id: scorers[digest] for run_id, digest, _ in items}
-            return [document for document, _ in score_batch(facts, heads, by_run, canonical=True)]
-        return [score_batch(facts, [head], scorers[digest], canonical=True)[0][0]
-                for head, (_, digest, _) in zip(heads, items)]
+        with cyclic_gc.paused():
+            if len({run_id for run_id, _, _ in items}) == len(items):  # each run once: read them in batches
+                by_run = {run_id: scorers[digest] for run_id, digest, _ in items}
+                return [document for document, _ in score_batch(facts, heads, by_run, canonical=True)]
+            return [score_batch(facts, [head], scorers[digest], canonical=True)[0][0]
+                    for head, (_, digest, _) in zip(heads, items)]
     finally:
         facts.close()
 
@@ -207,24 +210,27 @@ def score_many(store: EventStore, run_ids: Sequence[str] | None, ruleset: RuleSe
     outcomes: list[ScoreOutcome] = []
     told = on_outcome is not None or collect
     template = ScoreTemplate.of(scorer_for(body, digest).template_text)  # the workers' template: same body, same text
-    for results in executor.map(score_task, tasks, weights=chunk_weights, on_done=on_events):
-        rows = [StoredScore(run_id, digest, ENGINE_VERSION, head, count, process, canonical.decode(),
-                            sha256_hex(canonical), None if values is None else ScoreFill(template, values.decode()))
-                for run_id, head, count, canonical, process, values in results]
-        # a Ctrl-C waits until the task's documents are stored and told: what the caller counts is
-        # exactly what the store holds
-        with deferred_interrupt():
-            written = store_scores(store, rows)
-            if not told:  # nobody is told the documents: none is made
-                continue
-            for (run_id, head, count, canonical, process, _), new in zip(results, written):
-                document = document_from_canonical(canonical, digest, run_id=run_id, head=head, count=count,
-                                                   process=process)
-                outcome = ScoreOutcome(document, new)
-                if on_outcome is not None:
-                    on_outcome(outcome)
-                if collect:
-                    outcomes.append(outcome)
+    with cyclic_gc.paused():  # rows, documents: no cycles (engine/cyclic_gc.py)
+        for results in executor.map(score_task, tasks, weights=chunk_weights, on_done=on_events):
+            # a document that values stand for is not made here: the writer stores the values
+            rows = [StoredScore(run_id, digest, ENGINE_VERSION, head, count, process,
+                                None if document is None else document.decode(), sha256,
+                                None if values is None else ScoreFill(template, values.decode()))
+                    for run_id, head, count, process, sha256, values, document in results]
+            # a Ctrl-C waits until the task's documents are stored and told: what the caller counts is
+            # exactly what the store holds
+            with deferred_interrupt():
+                written = store_scores(store, rows)
+                if not told:  # nobody is told the documents: none is made
+                    continue
+                for row, (run_id, head, count, process, *_), new in zip(rows, results, written):
+                    document = document_from_canonical(row.whole().encode(), digest, run_id=run_id, head=head,
+                                                       count=count, process=process)
+                    outcome = ScoreOutcome(document, new)
+                    if on_outcome is not None:
+                        on_outcome(outcome)
+                    if collect:
+                        outcomes.append(outcome)
     return outcomes
 
 

@@ -496,6 +496,11 @@ class RunScorer:
         ``%``): filled with the values :meth:`filled` gives (split at U+001F), it is the document."""
         return self._template.text
 
+    def fits(self, values: bytes) -> bool:
+        """Are ``values`` (as :meth:`filled` gives them) one per slot of :attr:`template_text`? Always,
+        as canonical JSON escapes the separator in every value; what a writer may rely on once asked."""
+        return values.count(_SEPARATOR) == self._template.size - 1
+
     def canonical(self, batches: Iterable[Iterable[tuple[Any, ...]]], *, run_id: str, head_hash: str,
                   event_count: int) -> tuple[bytes, Fraction | None]:
         """(canonical document bytes, process score) of a run from its fact rows (given in

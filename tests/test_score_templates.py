@@ -18,7 +18,7 @@ from procgrade.engine.errors import StoreError
 from procgrade.engine.executors import LocalExecutor
 from procgrade.engine.ingest import ingest_native
 from procgrade.engine.parallel_scoring import score_many, verify_many
-from procgrade.engine.rescoring import compute_score, score_runs
+from procgrade.engine.rescoring import compute_score, score_batch, score_runs
 from procgrade.engine import scoring
 from procgrade.engine.scoring import RunScorer
 from procgrade.engine.store import EventStore
@@ -120,6 +120,50 @@ def test_values_that_do_not_fit_their_template_are_stored_whole(store: EventStor
     with store.engine.connect() as conn:
         assert conn.execute(text("SELECT count(*) FROM score_templates")).scalar() == 0
     assert scores.scores()[0].document == whole.document
+
+
+def test_a_rescore_sends_the_writer_values_and_a_hash_not_the_document(store: EventStore, tmp_path: Path) -> None:
+    """What a scoring task hands the one writer for a run is its values and the document's sha256;
+    the document whole only where no values stand for it. Told callers still get every document."""
+    run_ids = _fill(store, tmp_path)
+    ruleset = load_ruleset()
+    scorer = RunScorer(ruleset)
+    heads = [(info.run_id, info.head_hash or "", info.event_count) for info in store.runs()]
+    forms = score_batch(ScoreStore(store), heads, scorer, stored=True)
+    for (run_id, _, _), form in zip(heads, forms):
+        expected = compute_score(store, ruleset, run_id)
+        assert form.document is None and form.values is not None, run_id
+        assert form.sha256 == expected.sha256
+        assert form.process == expected.process_score
+        assert scorer.template_text % tuple(form.values.split(SEPARATOR.encode())) == expected.canonical
+    with pytest.raises(ValueError, match="ask for one"):
+        score_batch(ScoreStore(store), heads, scorer, stored=True, canonical=True)
+    told = {outcome.document.run_id: outcome.document.canonical
+            for outcome in score_many(store, None, ruleset, executor=LocalExecutor(1))}
+    assert told == {run_id: compute_score(store, ruleset, run_id).canonical for run_id in run_ids}
+
+
+def test_a_score_handed_over_without_its_document_needs_values_that_fit(store: EventStore, tmp_path: Path) -> None:
+    _fill(store, tmp_path)
+    ruleset = load_ruleset()
+    document = compute_score(store, ruleset, "kinds-40")
+    from procgrade.engine.rescoring import stored_score
+
+    scores = ScoreStore(store)
+    scores.save_ruleset(document.ruleset_hash, ruleset.name, ruleset.version, "{}")
+    scorer = RunScorer(ruleset)
+    template = ScoreTemplate.of(scorer.template_text)
+    _, _, values = scorer.filled(scores.fact_batches("kinds-40"), run_id="kinds-40",
+                                 head_hash=document.run_head_hash, event_count=document.run_event_count)
+    given = {**stored_score(document).__dict__, "document": None}
+    fitting = StoredScore(**{**given, "fill": ScoreFill(template, values.decode())})
+    assert fitting.whole() == document.canonical.decode()
+    short = StoredScore(**{**given, "fill": ScoreFill(template, "1")})
+    with pytest.raises(StoreError, match="run kinds-40: its score's values do not fill its template"):
+        scores.append_scores([fitting.__class__(**{**given, "run_id": "kinds-1", "fill": fitting.fill}), short])
+    assert scores.scores() == [], "nothing of the batch is written"
+    assert scores.append_scores([fitting]) == [True]
+    assert scores.scores()[0].document == document.canonical.decode()
 
 
 def test_a_changed_value_is_drift_and_a_changed_template_is_named(store: EventStore, db_kind: str,

@@ -37,11 +37,21 @@ class StoredScore:
     run_head_hash: str
     run_event_count: int
     process_score: str | None
-    document: str
+    #: the document whole; every score the store reads back has it. None only in a score handed to
+    #: the writer as its ``fill`` alone (a re-score's: the document was hashed where it was made)
+    document: str | None
     document_sha256: str
     #: the document as its rule set's template and this run's values, when the scorer made it so:
     #: the store then keeps the template once and the values in the row (engine/store/score_templates.py)
     fill: ScoreFill | None = field(default=None, compare=False, repr=False)
+
+    def whole(self) -> str:
+        """The document whole: as given, or its fill's template filled with its values."""
+        if self.document is not None:
+            return self.document
+        if self.fill is None:
+            raise ValueError(f"run {self.run_id}: a stored score needs its document or its fill")
+        return unpack(self.fill.template, self.fill.values, run_id=self.run_id)
 
 
 def _fewer_events(run_id: str, count: int) -> StoreError:
@@ -224,6 +234,9 @@ class ScoreStore:
         if values is not None:
             digest = fill.template.sha256  # type: ignore[union-attr]
             templates[digest] = fill.template  # type: ignore[union-attr]
+        elif score.document is None:
+            raise StoreError(f"run {score.run_id}: its score's values do not fill its template and its document "
+                             "was not given: nothing to store", run_id=score.run_id)
         return (score.run_id, score.ruleset_hash, score.engine_version, score.run_head_hash, score.run_event_count,
                 score.process_score, score.document if values is None else values, score.document_sha256, digest)
 
