@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from sys import intern
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -406,6 +407,12 @@ def _checked(source: str, number: int, raw: bytes,
 _ADAPTER = event_adapter()
 
 
+#: Envelope fields most lines share a few values of: orjson makes a new string for each line's,
+#: where pydantic's JSON parser hands out one cached object per value. Interned, a block's rows
+#: marshal each once and the rows a caller keeps hold each once (200,000 bench rows: 47 MB).
+_SHARED_TEXT = ("run_id", "kind", "actor")
+
+
 def _valid_event(source: str, number: int, raw: bytes, record: dict[str, Any] | None) -> Event:
     """The line's event, validated from the object orjson parsed when there is one that holds the
     line's values exactly (Python mode skips parsing the line a second time: 2.8 us a line against
@@ -416,6 +423,10 @@ def _valid_event(source: str, number: int, raw: bytes, record: dict[str, Any] | 
     whose errors are worded for JSON ("Input should be an object", not "a valid dictionary or
     instance of HarnessInfo")."""
     if record is not None:
+        for name in _SHARED_TEXT:  # one object per distinct value, as JSON mode's string cache gives
+            value = record.get(name)
+            if type(value) is str:
+                record[name] = intern(value)
         try:
             return _ADAPTER.validate_python(record)
         except ValidationError:
