@@ -18,14 +18,15 @@ from procgrade.engine.errors import StoreError
 from procgrade.engine.executors import LocalExecutor
 from procgrade.engine.ingest import ingest_native
 from procgrade.engine.parallel_scoring import score_many, verify_many
-from procgrade.engine.rescoring import compute_score, score_batch, score_runs
+from procgrade.engine.rescoring import compute_score, score_batch, score_runs, stored_score
 from procgrade.engine import scoring
-from procgrade.engine.scoring import RunScorer
+from procgrade.engine.scoring import RunScorer, ScoreDocument
 from procgrade.engine.store import EventStore
 from procgrade.engine.store.score_templates import SEPARATOR, ScoreFill, ScoreTemplate, pack, unpack
 from procgrade.engine.store.scores import ScoreStore, StoredScore
 from procgrade.rules.identity import ruleset_hash
 from procgrade.rules.loading import load_ruleset
+from procgrade.rules.model import RuleSet
 from procgrade.rules.planted import discover
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -104,14 +105,19 @@ def test_the_scorers_values_fill_its_template_into_the_document(store: EventStor
         assert unpack(template, joined, run_id=run_id).encode() == document
 
 
-def test_values_that_do_not_fit_their_template_are_stored_whole(store: EventStore, tmp_path: Path) -> None:
+def _scored_alone(store: EventStore, tmp_path: Path, run_id: str) -> tuple[RuleSet, ScoreDocument, ScoreStore]:
+    """The fixture runs stored, ``run_id``'s document under the built-in rule set (not stored), and
+    the score store holding that rule set, ready for hand-made score rows."""
     _fill(store, tmp_path)
     ruleset = load_ruleset()
-    document = compute_score(store, ruleset, "kinds-40")
-    from procgrade.engine.rescoring import stored_score
-
+    document = compute_score(store, ruleset, run_id)
     scores = ScoreStore(store)
     scores.save_ruleset(document.ruleset_hash, ruleset.name, ruleset.version, "{}")
+    return ruleset, document, scores
+
+
+def test_values_that_do_not_fit_their_template_are_stored_whole(store: EventStore, tmp_path: Path) -> None:
+    _, document, scores = _scored_alone(store, tmp_path, "kinds-40")
     whole = stored_score(document)
     template = ScoreTemplate("0" * 64, "%s and %s", 2)
     extra = StoredScore(**{**whole.__dict__, "fill": ScoreFill(template, f"a{SEPARATOR}b{SEPARATOR}c")})
@@ -144,13 +150,7 @@ def test_a_rescore_sends_the_writer_values_and_a_hash_not_the_document(store: Ev
 
 
 def test_a_score_handed_over_without_its_document_needs_values_that_fit(store: EventStore, tmp_path: Path) -> None:
-    _fill(store, tmp_path)
-    ruleset = load_ruleset()
-    document = compute_score(store, ruleset, "kinds-40")
-    from procgrade.engine.rescoring import stored_score
-
-    scores = ScoreStore(store)
-    scores.save_ruleset(document.ruleset_hash, ruleset.name, ruleset.version, "{}")
+    ruleset, document, scores = _scored_alone(store, tmp_path, "kinds-40")
     scorer = RunScorer(ruleset)
     template = ScoreTemplate.of(scorer.template_text)
     _, _, values = scorer.filled(scores.fact_batches("kinds-40"), run_id="kinds-40",
