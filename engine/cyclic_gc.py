@@ -19,7 +19,9 @@ __all__ = ["paused"]
 
 @contextlib.contextmanager
 def paused() -> Iterator[None]:
-    """The cyclic collector off for the block (as it was after: a nested pause leaves it off)."""
+    """The cyclic collector off for the block (as it was after: a nested pause leaves it off). The
+    switch is the process's: of two threads pausing at once, the first to finish turns it back on
+    for both, which costs the other its saving, never its memory."""
     was_enabled = gc.isenabled()
     gc.disable()
     try:
