@@ -14,10 +14,10 @@ from __future__ import annotations
 import json
 import math
 import re
-from sys import intern
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from sys import intern
 from typing import TYPE_CHECKING, Any, BinaryIO
 
 import orjson
@@ -418,7 +418,8 @@ def _valid_event(source: str, number: int, raw: bytes, record: dict[str, Any] | 
     line's values exactly (Python mode skips parsing the line a second time: 2.8 us a line against
     3.4). The caller passes None where the object may hold a float the line does not: orjson reads
     an integer beyond 64 bits as one, which only a line whose parsed object holds a float can
-    hide. The models are strict in both modes, so both take and refuse the same values
+    hide. Its ``run_id``, ``kind`` and ``actor`` are interned in place first (:data:`_SHARED_TEXT`).
+    The models are strict in both modes, so both take and refuse the same values
     (tests/test_native_validation_modes.py); a refused line is validated again from its bytes,
     whose errors are worded for JSON ("Input should be an object", not "a valid dictionary or
     instance of HarnessInfo")."""

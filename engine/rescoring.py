@@ -11,13 +11,12 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from hashlib import sha256
 from typing import Any, NamedTuple
 
 import orjson
 
 from procgrade.engine import cyclic_gc
-from procgrade.engine.canonical import canonical_json
+from procgrade.engine.canonical import canonical_json, sha256_hex
 from procgrade.engine.errors import ProcgradeError
 from procgrade.engine.interrupts import deferred_interrupt
 from procgrade.engine.scoring import RunScorer, ScoreDocument, score_document, score_run
@@ -115,7 +114,7 @@ def stored_form(scorer: RunScorer, batches: Iterable[Iterable[tuple[Any, ...]]],
     for it: the writer never reads it (re-scoring 10,000 small runs, 4% of the time went to
     decoding and hashing documents that had gone cold in a batch of thousands)."""
     document, process, values = scorer.filled(batches, run_id=run_id, head_hash=head_hash, event_count=event_count)
-    digest = sha256(document).hexdigest()
+    digest = sha256_hex(document)
     if values is not None and scorer.fits(values):
         return StoredForm(process, digest, values, None)
     return StoredForm(process, digest, None, document)
