@@ -109,6 +109,8 @@ def mutate(event: dict[str, Any], how: str, value: str) -> dict[str, Any] | None
     elif how == "event_id":
         changed["event_id"] = event["event_id"] + "\u2202"
     elif how == "actor":
+        if event["kind"] == "correction":  # its actor decides whether it opens a round: not a mere relabel
+            return None
         changed["actor"] = "system" if event["actor"] != "system" else "agent"
     elif how == "ts":
         changed["ts"] = "1999-12-31T23:59:59Z" if event.get("ts") != "1999-12-31T23:59:59Z" else "2000-01-01T00:00:00Z"
