@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from procgrade.engine import cyclic_gc
 from procgrade.engine.errors import InputError, StoreError
 from procgrade.engine.importers.provenance import Overrides
-from procgrade.engine.native import RunEvents, bounded_lines, iter_native_rows
+from procgrade.engine.native import NativeFile, RunEvents, iter_native_rows
 from procgrade.engine.native_workers import PreparePool
 from procgrade.engine.store import AppendResult, EventStore
 from procgrade.engine.store.base import RunWriter
@@ -170,15 +170,6 @@ class _RunTotals:
         return IngestReport(self.source, run_id, self.events_read, self.duplicates_skipped, result)
 
 
-def _file_lines(path: Path | str) -> Iterator[bytes]:
-    """A native file's lines, read as needed."""
-    try:
-        handle = Path(path).open("rb")
-    except OSError as exc:
-        raise InputError(str(path), None, None, f"cannot read: {exc.strerror or exc}") from exc
-    yield from bounded_lines(handle, str(path))
-
-
 def _is_tree(path: Path | str) -> bool:
     """A directory or an archive: what ``--format native`` reads file by file, like any format."""
     from procgrade.engine.importers.source_tree import ARCHIVE_SUFFIXES
@@ -197,7 +188,7 @@ def _native_sources(paths: list[Path | str], unrecognised: list[str]) -> tuple[l
     size = 0
     for path in paths:
         if not _is_tree(path):
-            files.append((str(path), _file_lines(path)))
+            files.append((str(path), NativeFile(path)))
             size += _file_size(path)
             continue
         tree = open_tree(path)
@@ -215,9 +206,17 @@ def _native_sources(paths: list[Path | str], unrecognised: list[str]) -> tuple[l
 
 def _tree_files(tree: SourceTree, rels: list[str]) -> tuple[list[tuple[str, Iterable[bytes]]], int]:
     """The files ``rels`` of ``tree`` as (source, lines), and their bytes on disk (an archive's
-    members, which have no file of their own, count none)."""
-    files = [(tree.label(rel), tree.iter_lines(rel)) for rel in rels]
-    return files, sum(_file_size(where) for where in map(tree.disk_path, rels) if where is not None)
+    members, which have no file of their own, count none): a file on disk as a :class:`NativeFile`."""
+    files: list[tuple[str, Iterable[bytes]]] = []
+    size = 0
+    for rel in rels:
+        where = tree.disk_path(rel)
+        if where is None:
+            files.append((tree.label(rel), tree.iter_lines(rel)))
+        else:
+            files.append((tree.label(rel), NativeFile(where, tree.label(rel))))
+            size += _file_size(where)
+    return files, size
 
 
 def _is_native(tree: object, rel: str) -> bool:
@@ -240,7 +239,7 @@ def ingest_native(store: EventStore, paths: Sequence[Path | str], *, seal: bool 
 def _append_native_paths(writer: RunWriter, paths: list[Path | str], pool: PreparePool,
                          seal: bool) -> list[IngestReport]:
     """Native files on disk, in order, into ``writer``'s transaction (each opened only when read)."""
-    files = [(str(path), _file_lines(path)) for path in paths]
+    files = [(str(path), NativeFile(path)) for path in paths]
     return _append_native_files(writer, files, sum(_file_size(path) for path in paths), pool, seal)
 
 

@@ -131,6 +131,116 @@ def bounded_lines(handle: BinaryIO, source: str, limit: int | None = None) -> It
 _READ_BYTES = 2**20
 
 
+def bounded_blocks(handle: BinaryIO, source: str, *, max_lines: int, read_bytes: int,
+                   limit: int | None = None) -> Iterator[tuple[int, bytes]]:
+    """The lines of an open binary file in blocks: (number of the block's first line, its lines
+    joined by ``\n``), each block ``max_lines`` lines, or fewer once it holds about ``read_bytes``
+    bytes (and the file's last). The same lines and the same refusal of a line longer than
+    ``limit`` bytes (after the blocks of the lines before it) as :func:`bounded_lines`, without a
+    Python step per line: the file is read ``read_bytes`` at a time, and lines are counted and
+    blocks cut in C."""
+    limit = MAX_LINE_BYTES if limit is None else limit
+    with handle:
+        number = 0  # lines handed on
+        carried = b""  # whole lines read and not yet handed on (fewer than a block), joined
+        kept = 0  # how many
+        partial: list[bytes] = []  # the pieces of the line under way (no newline read yet)
+        held = 0
+        while True:
+            chunk = handle.read(read_bytes)
+            if not chunk:
+                last = [carried] if kept else []
+                if partial:  # a last line without its newline
+                    last.append(b"".join(partial))
+                if last:
+                    yield number + 1, b"\n".join(last)
+                return
+            cut = chunk.rfind(b"\n")
+            if cut < 0:
+                partial.append(chunk)
+                held += len(chunk)
+                if held > limit:
+                    yield from _whole_blocks(number + 1, carried, kept, max_lines)
+                    raise InputError(source, number + kept + 1, None, f"line longer than {limit} bytes")
+                continue
+            partial.append(chunk[:cut])
+            whole = b"".join(partial) if len(partial) > 1 else partial[0]
+            data = carried + b"\n" + whole if kept else whole
+            count = kept + whole.count(b"\n") + 1
+            if len(whole) > limit:  # rare: a line of it may pass the limit
+                for at, raw in enumerate(lines := data.split(b"\n")):
+                    if len(raw) > limit:
+                        yield from _whole_blocks(number + 1, b"\n".join(lines[:at]), at, max_lines)
+                        raise InputError(source, number + at + 1, None, f"line longer than {limit} bytes")
+            while count >= max_lines:  # a block's lines: cut after them
+                end = -1
+                if count == max_lines:
+                    end = len(data)
+                elif count - max_lines < max_lines:  # a few lines over: count back from the end
+                    end = len(data)
+                    for _ in range(count - max_lines):
+                        end = data.rfind(b"\n", 0, end)
+                else:
+                    for _ in range(max_lines):
+                        end = data.find(b"\n", end + 1)
+                yield number + 1, data[:end]
+                data, number, count = data[end + 1:], number + max_lines, count - max_lines
+            if count and len(data) >= read_bytes // 2:  # enough bytes for a block
+                yield number + 1, data
+                number, count = number + count, 0
+            carried, kept = (data, count) if count else (b"", 0)
+            rest = chunk[cut + 1:]
+            partial, held = ([rest], len(rest)) if rest else ([], 0)
+            if held > limit:
+                yield from _whole_blocks(number + 1, carried, kept, max_lines)
+                raise InputError(source, number + kept + 1, None, f"line longer than {limit} bytes")
+
+
+def _whole_blocks(first: int, data: bytes, count: int, max_lines: int) -> Iterator[tuple[int, bytes]]:
+    """``data`` (``count`` lines joined by ``\n``, the first numbered ``first``; none when 0) in
+    blocks of at most ``max_lines`` lines: what comes before a line that is refused."""
+    if count:
+        lines = data.split(b"\n")
+        for start in range(0, count, max_lines):
+            yield first + start, b"\n".join(lines[start:start + max_lines])
+
+
+class NativeFile:
+    """A native file on disk, opened when first read, and read once: its lines one at a time
+    (iterating it: :func:`bounded_lines`), or in blocks of whole lines joined by ``\\n``
+    (:meth:`blocks`: :func:`bounded_blocks`), which ingest's workers split themselves. The one
+    writer then neither splits the file into lines nor joins them again for the workers: 0.15 s
+    of its 2.4 s for 200,000 events, on the path every other step of it waits on."""
+
+    def __init__(self, path: Path | str, source: str | None = None) -> None:
+        self.path = Path(path)
+        self.source = str(path) if source is None else source
+        self._reading: Iterator[Any] | None = None
+
+    def __iter__(self) -> Iterator[bytes]:
+        self._reading = self._read(bounded_lines)
+        return self._reading
+
+    def blocks(self, *, max_lines: int, read_bytes: int) -> Iterator[tuple[int, bytes]]:
+        """(number of the first line, the lines joined by ``\\n``) in blocks (:func:`bounded_blocks`)."""
+        self._reading = self._read(bounded_blocks, max_lines=max_lines, read_bytes=read_bytes)
+        return self._reading
+
+    def close(self) -> None:
+        """Stop the reading under way, closing the file."""
+        if self._reading is not None:
+            self._reading.close()  # type: ignore[attr-defined]
+
+    def _read(self, reader: Any, **options: Any) -> Iterator[Any]:
+        """``reader`` over the opened file: a generator, so a file that cannot be opened is
+        reported when its first line or block is asked for, in its turn."""
+        try:
+            handle = self.path.open("rb")
+        except OSError as exc:
+            raise InputError(self.source, None, None, f"cannot read: {exc.strerror or exc}") from exc
+        yield from reader(handle, self.source, **options)
+
+
 def parse_native_lines(source: str, lines: Iterable[bytes]) -> list[RunEvents]:
     """Every run of ``lines`` whole, in order of first appearance."""
     runs: dict[str, RunEvents] = {}

@@ -29,11 +29,16 @@ from procgrade.engine.worker_processes import follow_parent
 if TYPE_CHECKING:
     from concurrent.futures import ProcessPoolExecutor
 
-__all__ = ["PreparePool", "BLOCK_LINES", "BLOCK_BYTES", "POOL_MIN_BLOCKS", "POOL_MIN_BYTES", "WORKER_NICENESS"]
+__all__ = ["PreparePool", "BLOCK_LINES", "BLOCK_BYTES", "BLOCK_READ_BYTES", "POOL_MIN_BLOCKS", "POOL_MIN_BYTES",
+           "WORKER_NICENESS"]
 
 #: A block ends after this many lines, or once it holds this many bytes (large payloads).
 BLOCK_LINES = 2000
 BLOCK_BYTES = 2 * 2**20
+#: A native file on disk (:class:`procgrade.engine.native.NativeFile`) is read this many bytes at a
+#: time, the whole lines of each read a block (cut after BLOCK_LINES lines): about BLOCK_LINES
+#: lines of a common event (260 bytes), and well within the input buffer of a slot.
+BLOCK_READ_BYTES = 2**19
 #: Workers start only once one ingest has read more than this many blocks (16,000 lines or
 #: 16 MB): below that, forking (a copy of a big process's page tables, the pool's threads)
 #: and handing rows back cost more CPU than they save wall time (measured: a 5,000-line file
@@ -169,7 +174,7 @@ class PreparePool:
                     if isinstance(block, Exception):
                         raise block
                     first, block_lines = block
-                    yield from item_blocks(_row_items(source, enumerate(block_lines, start=first)))
+                    yield from item_blocks(_row_items(source, enumerate(_lines_of(block_lines), start=first)))
                 return
             self._drop_ahead()
             self._feed = (lines, source, itertools.chain(held, blocks))
@@ -239,11 +244,16 @@ class PreparePool:
                     raise
                 pending.append((lines, future, slot))
 
-    def _submit(self, source: str, first: int, lines: list[bytes], slot: int | None) -> Any:
-        """Hand a block to the workers: its lines in the slot's input buffer when they fit and
-        hold no newline of their own (lines from elsewhere than :func:`bounded_lines` may)."""
+    def _submit(self, source: str, first: int, lines: list[bytes] | bytes, slot: int | None) -> Any:
+        """Hand a block to the workers: its lines (or, from a :class:`procgrade.engine.native.NativeFile`,
+        their bytes joined by newlines) in the slot's input buffer when they fit and hold no newline
+        of their own (lines from elsewhere than :func:`bounded_lines` may)."""
         assert self._pool is not None
-        if slot is not None and sum(map(len, lines)) + len(lines) - 1 <= INPUT_BYTES:
+        if type(lines) is bytes:
+            if slot is not None and len(lines) <= INPUT_BYTES:
+                self._inputs[slot][:len(lines)] = lines
+                return self._pool.submit(_prepare_block, source, first, len(lines), slot)
+        elif slot is not None and sum(map(len, lines)) + len(lines) - 1 <= INPUT_BYTES:
             joined = b"\n".join(lines)
             if joined.count(b"\n") == len(lines) - 1:
                 self._inputs[slot][:len(joined)] = joined
@@ -319,8 +329,15 @@ def _read_ahead(blocks: Iterator[tuple[int, list[bytes]]]) -> Iterator[Any]:
         yield exc
 
 
-def _blocks(lines: Iterable[bytes]) -> Iterator[tuple[int, list[bytes]]]:
-    """(number of the first line, lines) in blocks of at most BLOCK_LINES lines or about BLOCK_BYTES."""
+def _blocks(lines: Iterable[bytes]) -> Iterator[tuple[int, list[bytes] | bytes]]:
+    """(number of the first line, lines) in blocks of at most BLOCK_LINES lines or about BLOCK_BYTES;
+    from a :class:`procgrade.engine.native.NativeFile`, the lines of each block joined by newlines
+    (read a block at a time, never split into lines here)."""
+    from procgrade.engine.native import NativeFile
+
+    if isinstance(lines, NativeFile):
+        yield from lines.blocks(max_lines=BLOCK_LINES, read_bytes=BLOCK_READ_BYTES)
+        return
     block: list[bytes] = []
     size, first = 0, 1
     try:
@@ -346,20 +363,22 @@ _slots: list[mmap.mmap] = []
 _inputs: list[mmap.mmap] = []
 
 
-def _prepare_block(source: str, first: int, lines: list[bytes] | int,
+def _prepare_block(source: str, first: int, lines: list[bytes] | bytes | int,
                    slot: int | None = None) -> tuple[list[int], list[bytes], Any]:
     """The block's items up to the line that stopped it, marshalled SCAN_LINES at a time, and
     that line's error: (the sizes of the parts written one after another into shared buffer
     ``slot``, the parts that did not fit there, the error as (line, field, reason), any other
     error as itself, or None). Any error, not only bad input, comes back with the items before
     it, so the caller's checks across those lines still run first, as they do when one process
-    reads everything. ``lines``: the block's lines, or how many bytes of them (joined by
-    newlines) the slot's input buffer holds."""
+    reads everything. ``lines``: the block's lines, their bytes joined by newlines, or how many
+    bytes of them (joined by newlines) the slot's input buffer holds."""
     from procgrade.engine.native import SCAN_LINES, _row_items
 
     if isinstance(lines, int):
         assert slot is not None
         lines = _inputs[slot][:lines].split(b"\n")
+    elif type(lines) is bytes:
+        lines = lines.split(b"\n")
     buffer = None if slot is None else _slots[slot]
     written: list[int] = []
     offset = 0
@@ -390,6 +409,11 @@ def _prepare_block(source: str, first: int, lines: list[bytes] | int,
     if items:
         pack()
     return written, piped, error
+
+
+def _lines_of(block: list[bytes] | bytes) -> list[bytes]:
+    """A block's lines (:func:`_blocks`)."""
+    return block.split(b"\n") if type(block) is bytes else block
 
 
 def _pickles(exc: BaseException) -> bool:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import random
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -131,3 +132,57 @@ def test_a_cut_off_line_holding_a_marker_is_reported_as_invalid_json_in_its_turn
         assert caught.value.line == expected[0] and expected[1] in caught.value.reason
     written, piped, error = _prepare_block("f", 1, [_event_line(0), cut])
     assert error[0] == 2 and "invalid JSON" in error[2] and len(written) + len(piped) == 1
+
+
+def block_outcome(blocks: Iterator[tuple[int, bytes]], max_lines: int) -> list:
+    """The lines of ``blocks`` in turn, as :func:`outcome` gives them, after checking each block: its
+    first line's number follows the lines before it, and it holds at most ``max_lines`` lines."""
+    got: list = []
+    try:
+        for first, data in blocks:
+            lines = data.split(b"\n")
+            assert first == len(got) + 1 and len(lines) <= max_lines, (first, len(got), lines)
+            got.extend(lines)
+    except InputError as exc:
+        got.append((exc.source, exc.line, exc.field, exc.reason))
+    return got
+
+
+@pytest.mark.parametrize("read_bytes", [1, 2, 3, 5, 8, 64])
+def test_blocks_hold_the_lines_line_by_line_reading_gives(read_bytes: int) -> None:
+    """A file read in blocks (as ingest's workers take a file on disk) gives the same lines, in
+    blocks numbered by their first line and of at most their number of lines, and refuses an
+    overlong line at the same line after the same lines, as reading it line by line."""
+    from procgrade.engine.native import bounded_blocks
+
+    rng = random.Random(read_bytes)
+    for _ in range(3000):
+        data = bytes(rng.choice(b"ab\n") for _ in range(rng.randrange(0, 60)))
+        limit, max_lines = rng.randrange(0, 12), rng.randrange(1, 6)
+        expected = outcome(bounded_lines(io.BytesIO(data), "f.jsonl", limit))
+        blocks = bounded_blocks(io.BytesIO(data), "f.jsonl", max_lines=max_lines, read_bytes=read_bytes, limit=limit)
+        assert block_outcome(blocks, max_lines) == expected, (data, limit, max_lines)
+
+
+def test_a_native_file_on_disk_reads_alike_by_line_and_by_block(tmp_path: Path) -> None:
+    """:class:`NativeFile`: its lines and its blocks' lines are the file's, a file that cannot be
+    opened is reported in its turn (when first read), and closing it closes the file."""
+    from procgrade.engine.native import NativeFile
+
+    path = tmp_path / "run.jsonl"
+    path.write_bytes(b"".join(_event_line(seq) + b"\n" for seq in range(50)))
+    lines = list(NativeFile(path))
+    assert lines == [_event_line(seq) for seq in range(50)]
+    blocks = list(NativeFile(path).blocks(max_lines=7, read_bytes=2**16))
+    assert [first for first, _ in blocks] == list(range(1, 51, 7))
+    assert b"\n".join(data for _, data in blocks).split(b"\n") == lines
+    missing = NativeFile(tmp_path / "gone.jsonl", "gone.jsonl")
+    reading = iter(missing)  # nothing opened yet
+    with pytest.raises(InputError, match="gone.jsonl: -: cannot read"):
+        next(reading)
+    opened = NativeFile(path)
+    reading = opened.blocks(max_lines=7, read_bytes=100)
+    next(reading)
+    opened.close()
+    with pytest.raises(StopIteration):
+        next(reading)
