@@ -514,7 +514,9 @@ def _checked(source: str, number: int, raw: bytes,
     return (event, record, 0, canonical) if not redacted else (redacted_event, None, redacted, None)
 
 
-_ADAPTER = event_adapter()
+#: The event adapter's own validator, called directly: ``TypeAdapter.validate_python`` only forwards
+#: to it, and its Python frame cost a line 0.4 us of the 3 its validation takes.
+_VALIDATOR = event_adapter().validator
 
 
 #: Envelope fields most lines share a few values of: orjson makes a new string for each line's,
@@ -539,11 +541,11 @@ def _valid_event(source: str, number: int, raw: bytes, record: dict[str, Any] | 
             if type(value) is str:
                 record[name] = intern(value)
         try:
-            return _ADAPTER.validate_python(record)
+            return _VALIDATOR.validate_python(record)
         except ValidationError:
             pass
     try:
-        return _ADAPTER.validate_json(raw)
+        return _VALIDATOR.validate_json(raw)
     except ValidationError as exc:
         raise _input_error(source, number, exc) from None
 
