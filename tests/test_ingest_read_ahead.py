@@ -172,3 +172,45 @@ def test_a_file_failing_midway_raises_in_its_turn(monkeypatch: pytest.MonkeyPatc
             for block in pool.row_blocks("2.jsonl", later):
                 items.extend(block)
         assert [item[0] for item in items] == list(range(1, 11))
+
+
+def test_a_directory_of_native_files_is_read_in_blocks_by_the_workers(
+        store: EventStore, tmp_path: Path, tiny_blocks: list[int], monkeypatch: pytest.MonkeyPatch) -> None:
+    """A directory's native files on disk go to the workers in blocks read from the file
+    (:class:`procgrade.engine.native.NativeFile`): the same rows as one process reading them line by
+    line, and a bad line in a later file still names its file and line, with nothing written."""
+    from procgrade.engine.ingest import ingest_paths
+    from procgrade.engine.store import open_store
+
+    written = runs(5)
+    folder = tmp_path / "runs"
+    folder.mkdir()
+    for i, run in enumerate(written):
+        write_jsonl(folder / f"{i}.jsonl", run)
+    result = ingest_paths(store, [folder])
+    assert tiny_blocks == [2]
+    assert sorted((r.run_id, r.result.appended) for r in result.reports) == [
+        (f"r{i}", len(run)) for i, run in enumerate(written)]
+    monkeypatch.setenv("PROCGRADE_INGEST_WORKERS", "0")
+    alone = open_store(f"sqlite:///{tmp_path / 'alone.db'}", create=True)
+    try:
+        ingest_paths(alone, [folder])
+        assert snapshot(alone) == snapshot(store)
+    finally:
+        alone.close()
+    monkeypatch.setenv("PROCGRADE_INGEST_WORKERS", "2")
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    for i, run in enumerate(written):
+        lines = [line(e) for e in run]
+        if i == 3:
+            lines[11] = b'{"run_id": "r3", "seq": '
+        write_lines(bad / f"{i}.jsonl", lines)
+    fresh = open_store(f"sqlite:///{tmp_path / 'fresh.db'}", create=True)
+    try:
+        with pytest.raises(InputError) as caught:
+            ingest_paths(fresh, [bad])
+        assert caught.value.source.endswith("3.jsonl") and caught.value.line == 12
+        assert list(fresh.runs()) == []
+    finally:
+        fresh.close()
