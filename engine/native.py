@@ -134,11 +134,11 @@ _READ_BYTES = 2**20
 def bounded_blocks(handle: BinaryIO, source: str, *, max_lines: int, read_bytes: int,
                    limit: int | None = None) -> Iterator[tuple[int, bytes]]:
     """The lines of an open binary file in blocks: (number of the block's first line, its lines
-    joined by ``\n``), each block ``max_lines`` lines, or fewer once it holds about ``read_bytes``
-    bytes (and the file's last). The same lines and the same refusal of a line longer than
-    ``limit`` bytes (after the blocks of the lines before it) as :func:`bounded_lines`, without a
-    Python step per line: the file is read ``read_bytes`` at a time, and lines are counted and
-    blocks cut in C."""
+    joined by ``\\n``). The file is read ``read_bytes`` at a time; a block ends after ``max_lines``
+    lines, or with the whole lines of a read once they hold half of ``read_bytes`` (fewer are
+    carried into the next read), or at the file's end. The same lines and the same refusal of a
+    line longer than ``limit`` bytes (after the blocks of the lines before it) as
+    :func:`bounded_lines`, without a Python step per line: lines are counted and blocks cut in C."""
     limit = MAX_LINE_BYTES if limit is None else limit
     with handle:
         number = 0  # lines handed on
@@ -197,7 +197,7 @@ def bounded_blocks(handle: BinaryIO, source: str, *, max_lines: int, read_bytes:
 
 
 def _whole_blocks(first: int, data: bytes, count: int, max_lines: int) -> Iterator[tuple[int, bytes]]:
-    """``data`` (``count`` lines joined by ``\n``, the first numbered ``first``; none when 0) in
+    """``data`` (``count`` lines joined by ``\\n``, the first numbered ``first``; none when 0) in
     blocks of at most ``max_lines`` lines: what comes before a line that is refused."""
     if count:
         lines = data.split(b"\n")
@@ -209,8 +209,9 @@ class NativeFile:
     """A native file on disk, opened when first read, and read once: its lines one at a time
     (iterating it: :func:`bounded_lines`), or in blocks of whole lines joined by ``\\n``
     (:meth:`blocks`: :func:`bounded_blocks`), which ingest's workers split themselves. The one
-    writer then neither splits the file into lines nor joins them again for the workers: 0.15 s
-    of its 2.4 s for 200,000 events, on the path every other step of it waits on."""
+    writer then neither splits the file into lines nor joins them again for the workers: reading
+    200,000 events took it 0.12-0.19 s of CPU that way and takes 0.04-0.08 s in blocks, and the
+    whole ingest waits on the writer."""
 
     def __init__(self, path: Path | str, source: str | None = None) -> None:
         self.path = Path(path)

@@ -36,8 +36,9 @@ __all__ = ["PreparePool", "BLOCK_LINES", "BLOCK_BYTES", "BLOCK_READ_BYTES", "POO
 BLOCK_LINES = 2000
 BLOCK_BYTES = 2 * 2**20
 #: A native file on disk (:class:`procgrade.engine.native.NativeFile`) is read this many bytes at a
-#: time, the whole lines of each read a block (cut after BLOCK_LINES lines): about BLOCK_LINES
-#: lines of a common event (260 bytes), and well within the input buffer of a slot.
+#: time, the whole lines of each read a block (cut after BLOCK_LINES lines, the few over carried
+#: into the next read): about BLOCK_LINES lines of a common event (260 bytes), and well within the
+#: input buffer of a slot.
 BLOCK_READ_BYTES = 2**19
 #: Workers start only once one ingest has read more than this many blocks (16,000 lines or
 #: 16 MB): below that, forking (a copy of a big process's page tables, the pool's threads)
