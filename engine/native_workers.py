@@ -378,8 +378,8 @@ def _prepare_block(source: str, first: int, lines: list[bytes] | bytes | int,
     if isinstance(lines, int):
         assert slot is not None
         lines = _inputs[slot][:lines].split(b"\n")
-    elif type(lines) is bytes:
-        lines = lines.split(b"\n")
+    else:
+        lines = _lines_of(lines)
     buffer = None if slot is None else _slots[slot]
     written: list[int] = []
     offset = 0
