@@ -17,7 +17,7 @@ import orjson
 
 from procgrade.engine import cyclic_gc
 from procgrade.engine.canonical import canonical_json, sha256_hex
-from procgrade.engine.errors import ProcgradeError
+from procgrade.engine.errors import ProcgradeError, StoreError
 from procgrade.engine.interrupts import deferred_interrupt
 from procgrade.engine.scoring import RunScorer, ScoreDocument, score_document, score_run
 from procgrade.engine.store import EventStore
@@ -90,6 +90,9 @@ def score_batch(facts: Any, runs: Sequence[tuple[str, str, int]],
     for run_id, head, count in runs:
         document = documents.pop(run_id, None)
         if document is None:  # a run without events (or a reader of one run at a time)
+            if read_many is not None and count > 0:  # the reader found none of its events
+                raise StoreError(f"run {run_id}: holds no events, though {count} were asked for; "
+                                 "run `procgrade verify-log`", run_id=run_id)
             document = make(run_id, () if read_many is not None else facts.fact_batches(run_id, upto=count),
                             head, count)
         out.append(document)

@@ -142,6 +142,22 @@ def test_reader_refuses_a_count_beyond_the_events_a_run_holds(store: EventStore,
         score_batch(reader, wrong_heads, RunScorer(load_ruleset()))
 
 
+def test_a_run_asked_for_with_events_it_does_not_hold_is_refused(store: EventStore, tmp_path: Path) -> None:
+    """A run asked for with a count whose events the store does not hold (an id that names no run,
+    sorting first, among the others or last) is refused: never scored as empty, nor given the
+    rows of the runs after it. SQLite's reader orders the ids without asking the database, so
+    there the runs after it come up short; elsewhere the reader leaves it out and the batch finds
+    it missing."""
+    _fill(store, tmp_path)
+    heads = [head for head in _heads(store) if head[2]]
+    scorer = RunScorer(load_ruleset())
+    for ghost in ("!ghost", "kinds-3", "\u00e9-ghost", "\U0010ffff"):
+        wrong = sorted(heads + [(ghost, "", 3)])
+        for reader in (ScoreStore(store), _SmallQueries(store, 1), _SmallQueries(store, 3)):
+            with pytest.raises(StoreError, match="holds no events|fewer events|do not start at seq 0"):
+                score_batch(reader, wrong, scorer)
+
+
 def test_rescore_paths_store_the_same_bytes(store: EventStore, tmp_path: Path) -> None:
     run_ids = _fill(store, tmp_path)
     ruleset = load_ruleset()

@@ -117,13 +117,13 @@ class ScoreStore:
         consumed (or dropped) before the next run is asked for.
 
         The rows hold :data:`FACT_ROW_COLUMNS` only: the stream is split by the counts, not by a
-        run-id column read with every row (5-7% of the read). A small query first asks the
-        database for the runs' order (each run's seq-0 row, ordered by the same column); a run
-        grown since its count was taken has its later rows skipped (the first of them has seq
-        ``count``). A count above what the run holds would shift the next run's rows onto it: that
-        is caught (the row after a run's slice at neither seq 0 nor seq ``count``, or a run's first
-        row not at seq 0, or missing, or the last run's rows ending before its count) and raised
-        as :class:`StoreError` before the reader ends."""
+        run-id column read with every row (5-7% of the read). The store gives the runs' order
+        (``_runs_in_key_order``: on SQLite the ids sorted, elsewhere a small query for each run's
+        seq-0 row ordered by the same column); a run grown since its count was taken has its later
+        rows skipped (the first of them has seq ``count``). A count above what the run holds would
+        shift the next run's rows onto it: that is caught (the row after a run's slice at neither
+        seq 0 nor seq ``count``, or a run's first row not at seq 0, or missing, or the last run's
+        rows ending before its count) and raised as :class:`StoreError` before the reader ends."""
         upto = {run_id: count for run_id, count in runs if count > 0}
         ids = list(upto)
         param = self.store.param
@@ -132,8 +132,7 @@ class ScoreStore:
             part = ids[start:start + per_query]
             where = f"run_id IN ({', '.join([param] * len(part))})"
             with self.store._reading() as cursor:
-                cursor.execute(f"SELECT run_id FROM events WHERE {where} AND seq = 0 ORDER BY run_id", part)
-                order = [run_id for (run_id,) in cursor.fetchall()]
+                order = self.store._runs_in_key_order(cursor, part)
             with self.store._reading("procgrade_facts_of_runs") as cursor:
                 cursor.execute(f"SELECT {columns} FROM events WHERE {where} ORDER BY run_id, seq", part)
                 stream = chain.from_iterable(iter(lambda: cursor.fetchmany(batch), []))
