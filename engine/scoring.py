@@ -578,11 +578,22 @@ class RunScorer:
             names[f"_learn{number}"] = _subtotal_memo(tuple(weights[m] for m in members), memo)
             key = "".join(f"f{m}, j{m}, " for m in members)
             values[where] = f"(_seen{number}.get(_k := ({key})) or _learn{number}(_k))[1]"
-        names["_seen_process"] = process_memo = {}
-        names["_learn_process"] = _subtotal_memo(tuple(weights), process_memo)
+        # The process score weighs every rule, so nearly every run has counts of its own (a memo of
+        # them missed 997 runs in 1,000): computed straight, in :func:`_weighted_counts`' integers
+        # (a rule never judged has fulfilled nothing: its term is 0 whatever ``or 1`` divides by).
+        names.update(_lcm=lcm, _gcd=gcd, _Fraction=Fraction)
+        rules_count = len(counts)
+        lines += [f"    _w = {' + '.join(f'({w} if j{i} else 0)' for i, w in enumerate(weights)) or '0'}",
+                  "    if _w:",
+                  f"        _c = _lcm({', '.join(f'j{i} or 1' for i in range(rules_count))})",
+                  "        _n = " + (" + ".join(f"{'' if w == 1 else f'{w} * '}f{i} * (_c // (j{i} or 1))"
+                                             for i, w in enumerate(weights)) or "0"),
+                  "        _g = _gcd(_n, _c * _w)",
+                  "        _n, _d = _n // _g, _c * _w // _g",
+                  """        process, process_bytes = _Fraction(_n, _d), b'{"den":"%d","num":"%d"}' % (_d, _n)""",
+                  "    else:",
+                  "        process, process_bytes = None, b'null'"]
         at_run_id, at_head, at_count, at_process, at_coverage = self._header_positions
-        key = "".join(f"f{i}, j{i}, " for i in range(len(counts)))
-        lines.append(f"    process, process_bytes = _seen_process.get(_k := ({key})) or _learn_process(_k)")
         values[at_run_id], values[at_head] = "_dumps(run_id)", "_dumps(head_hash)"
         values[at_count], values[at_process] = "b'%d' % event_count", "process_bytes"
         if at_coverage is not None:
