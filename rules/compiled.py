@@ -416,10 +416,38 @@ def _finisher(monitor: _Monitor, owner: RunMonitor) -> Callable[[], None] | None
     return monitor.finish
 
 
+def _run_verdicts(monitor: _Monitor) -> tuple[Callable[[], None], Callable[[bool, tuple[int, ...]], None]]:
+    """(vacuous(), verdict(fulfilled, cited)): ``monitor.emit``'s effect for a verdict on the run as
+    a whole (no seq, no stage). A monitor that only counts (re-scoring) gets the count, or the
+    violation's finding, directly: through ``emit`` each took two calls with the cited seqs spread
+    and gathered again (1-2 us of the 60 a small run costs beyond its events)."""
+    tally = monitor.tally
+    if tally is None:
+        emit = monitor.emit
+        return (lambda: emit(VACUOUS, None, None),
+                lambda ok, cited: emit(FULFILLED if ok else VIOLATED, None, None, *cited))
+    findings, rule_id = monitor.findings, monitor.id
+
+    def vacuous() -> None:
+        tally.vacuous += 1
+
+    def verdict(ok: bool, cited: tuple[int, ...]) -> None:
+        if ok:
+            tally.fulfilled += 1
+        else:
+            findings.append(_new(Finding, (rule_id, VIOLATED, None, None, cited)))
+
+    return vacuous, verdict
+
+
+_new = tuple.__new__
+
+
 def _distinct_finisher(monitor: _Distinct, owner: RunMonitor) -> Callable[[], None]:
     """:meth:`_Distinct.finish` for scope ``run``: its one partition (None) when anything matched."""
-    matched, emit = monitor.matched, monitor.emit
+    matched = monitor.matched
     percent, limit = monitor.rule.early_percent, monitor.rule.max
+    vacuous, verdict = _run_verdicts(monitor)
 
     def finish() -> None:
         found = matched.get(None)
@@ -431,10 +459,9 @@ def _distinct_finisher(monitor: _Distinct, owner: RunMonitor) -> Callable[[], No
             if key is not None and rank * 100 <= window and key not in firsts:
                 firsts[key] = seq
         if not firsts:
-            emit(VACUOUS, None, None)
+            vacuous()
             return
-        cited = sorted(firsts.values())[:MAX_CITED]
-        emit(FULFILLED if len(firsts) <= limit else VIOLATED, None, None, *cited)
+        verdict(len(firsts) <= limit, tuple(sorted(firsts.values())[:MAX_CITED]))
 
     return finish
 
@@ -443,17 +470,16 @@ def _count_finisher(monitor: _Count, owner: RunMonitor) -> Callable[[], None]:
     """:meth:`_Count.finish` for scope ``run``, whose one partition is None."""
     judged_all, any_model = monitor.semantics < 2, monitor.guard_any_model
     applicable, matched, low, high = monitor.applicable, monitor.matched, monitor.low, monitor.high
-    emit = monitor.emit
+    vacuous, verdict = _run_verdicts(monitor)
 
     def finish() -> None:
         if any_model and owner.model_events:
             applicable.add(None)
         if not judged_all and None not in applicable:
-            emit(VACUOUS, None, None)
+            vacuous()
             return
-        seqs = matched.get(None, [])
-        ok = len(seqs) >= low and (high is None or len(seqs) <= high)
-        emit(FULFILLED if ok else VIOLATED, None, None, *seqs[:MAX_CITED])
+        seqs = matched.get(None, ())
+        verdict(len(seqs) >= low and (high is None or len(seqs) <= high), tuple(seqs[:MAX_CITED]))
 
     return finish
 
