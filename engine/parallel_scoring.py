@@ -119,14 +119,14 @@ def scorer_for(body: str, digest: str | None = None) -> RunScorer:
 def score_task(source: FactSource, body: str,
                runs: list[RunHead]) -> list[tuple[str, str, int, str | None, str, bytes | None, bytes | None]]:
     """Score documents of ``runs`` (each at its given length): per run what the store keeps of it
-    (:class:`procgrade.engine.rescoring.StoredForm`): its process score as text, its sha256, and
+    (:class:`procgrade.engine.scoring.StoredForm`): its process score as text, its sha256, and
     the values that fill the rule set's template into it (joined by U+001F) or, where there are
     none, the document's canonical bytes. The chunk's facts are read many runs per query."""
     scorer = scorer_for(body)
     facts = source.open()
     try:
         with cyclic_gc.paused():  # in a worker process too
-            forms = score_batch(facts, runs, scorer, stored=True)
+            forms = score_batch(facts, runs, scorer, answer="stored")
         return [(run_id, head, count, _score_text(process), digest, values, document)
                 for (run_id, head, count), (process, digest, values, document) in zip(runs, forms)]
     finally:
@@ -143,8 +143,8 @@ def verify_task(source: FactSource, bodies: dict[str, str], items: list[tuple[st
         with cyclic_gc.paused():
             if len({run_id for run_id, _, _ in items}) == len(items):  # each run once: read them in batches
                 by_run = {run_id: scorers[digest] for run_id, digest, _ in items}
-                return [document for document, _ in score_batch(facts, heads, by_run, canonical=True)]
-            return [score_batch(facts, [head], scorers[digest], canonical=True)[0][0]
+                return [document for document, _ in score_batch(facts, heads, by_run, answer="canonical")]
+            return [score_batch(facts, [head], scorers[digest], answer="canonical")[0][0]
                     for head, (_, digest, _) in zip(heads, items)]
     finally:
         facts.close()

@@ -8,18 +8,17 @@ stored rule set and compares bytes.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from fractions import Fraction
-from typing import Any, NamedTuple
+from typing import Any
 
 import orjson
 
 from procgrade.engine import cyclic_gc
-from procgrade.engine.canonical import canonical_json, sha256_hex
+from procgrade.engine.canonical import canonical_json
 from procgrade.engine.errors import ProcgradeError, StoreError
 from procgrade.engine.interrupts import deferred_interrupt
-from procgrade.engine.scoring import RunScorer, ScoreDocument, score_document, score_run
+from procgrade.engine.scoring import RunScorer, ScoreDocument, StoredForm, score_document, score_run
 from procgrade.engine.store import EventStore
 from procgrade.engine.store.scores import ScoreStore, StoredScore
 from procgrade.engine.version import __version__ as ENGINE_VERSION
@@ -27,7 +26,7 @@ from procgrade.rules.identity import ruleset_document, ruleset_hash
 from procgrade.rules.model import SEMANTICS, RuleSet
 from procgrade.rules.monitor import Finding, RunMonitor
 
-__all__ = ["ScoreOutcome", "Drift", "StoredForm", "score_batch", "stored_form", "score_runs", "verify_scores",
+__all__ = ["ScoreOutcome", "Drift", "StoredForm", "ANSWERS", "score_batch", "score_runs", "verify_scores",
            "ruleset_from_body", "compute_score", "run_findings"]
 
 
@@ -55,13 +54,17 @@ def compute_score(store: EventStore, ruleset: RuleSet, run_id: str, *, digest: s
                      ruleset_digest=digest)
 
 
+#: What :func:`score_batch` gives per run, by name: the :class:`RunScorer` method that makes it.
+ANSWERS = {"document": RunScorer.score, "canonical": RunScorer.canonical, "stored": RunScorer.stored}
+
+
 def score_batch(facts: Any, runs: Sequence[tuple[str, str, int]],
-                scorers: RunScorer | Mapping[str, RunScorer], *, canonical: bool = False,
-                stored: bool = False) -> list[Any]:
-    """Score documents of ``runs`` ((run id, head hash, event count), each run once, scored at
-    that length), in that order, by ``scorers`` (one for all, or one per run id); with
-    ``canonical`` only (canonical bytes, process score) per run, what a worker sends back to be
-    compared; with ``stored`` a :class:`StoredForm` per run, what it sends back to be stored.
+                scorers: RunScorer | Mapping[str, RunScorer], *, answer: str = "document") -> list[Any]:
+    """What ``scorers`` (one for all, or one per run id) make of ``runs`` ((run id, head hash,
+    event count), each run once, scored at that length), in that order: per run its
+    :class:`ScoreDocument` (``answer="document"``); its (canonical bytes, process score), what a
+    worker sends back to be compared (``"canonical"``); or its :class:`StoredForm`, what a
+    worker sends back to be stored (``"stored"``).
 
     ``facts`` is a store's or an archive's fact reader: one with ``facts_of_runs`` reads the
     batch in a few queries (many runs per query), any other run by run (``fact_batches``).
@@ -69,23 +72,24 @@ def score_batch(facts: Any, runs: Sequence[tuple[str, str, int]],
     heads = {run_id: (head, count) for run_id, head, count in runs}
     if len(heads) != len(runs):
         raise ValueError("score_batch: a run appears twice in one batch")
-    if canonical and stored:
-        raise ValueError("score_batch: canonical and stored are two different answers; ask for one")
-    pick = (lambda run_id: scorers) if isinstance(scorers, RunScorer) else scorers.__getitem__
+    method = ANSWERS.get(answer)
+    if method is None:
+        raise ValueError(f"score_batch: no answer {answer!r}; one of {', '.join(ANSWERS)}")
+    if isinstance(scorers, RunScorer):
+        make = method.__get__(scorers)  # one scorer: its method bound once, not looked up per run
 
-    def make(run_id: str, batches: Any, head: str, count: int) -> Any:
-        scorer = pick(run_id)
-        if stored:
-            return stored_form(scorer, batches, run_id=run_id, head_hash=head, event_count=count)
-        score = scorer.canonical if canonical else scorer.score
-        return score(batches, run_id=run_id, head_hash=head, event_count=count)
+        def made(run_id: str, batches: Any, head: str, count: int) -> Any:
+            return make(batches, run_id=run_id, head_hash=head, event_count=count)
+    else:
+        def made(run_id: str, batches: Any, head: str, count: int) -> Any:
+            return method(scorers[run_id], batches, run_id=run_id, head_hash=head, event_count=count)
 
     documents: dict[str, Any] = {}
     read_many = getattr(facts, "facts_of_runs", None)
     if read_many is not None:
         for run_id, rows in read_many([(run_id, count) for run_id, _, count in runs]):
             head, count = heads[run_id]
-            documents[run_id] = make(run_id, (rows,), head, count)
+            documents[run_id] = made(run_id, (rows,), head, count)
     out = []
     for run_id, head, count in runs:
         document = documents.pop(run_id, None)
@@ -93,34 +97,10 @@ def score_batch(facts: Any, runs: Sequence[tuple[str, str, int]],
             if read_many is not None and count > 0:  # the reader found none of its events
                 raise StoreError(f"run {run_id}: holds no events, though {count} were asked for; "
                                  "run `procgrade verify-log`", run_id=run_id)
-            document = make(run_id, () if read_many is not None else facts.fact_batches(run_id, upto=count),
+            document = made(run_id, () if read_many is not None else facts.fact_batches(run_id, upto=count),
                             head, count)
         out.append(document)
     return out
-
-
-class StoredForm(NamedTuple):
-    """What the store keeps of a run's score document, as a worker sends it to the one writer: the
-    process score, the document's sha256 (hex), and either the values that fill the rule set's
-    template into it (joined by U+001F, one per slot) or, where there are none, the document whole."""
-
-    process: Fraction | None
-    sha256: str
-    values: bytes | None
-    document: bytes | None
-
-
-def stored_form(scorer: RunScorer, batches: Iterable[Iterable[tuple[Any, ...]]], *, run_id: str,
-                head_hash: str, event_count: int) -> StoredForm:
-    """The run's :class:`StoredForm` under ``scorer``. The document is hashed as soon as it is
-    made, while its 8 KB are still in the processor's cache, and then dropped when values stand
-    for it: the writer never reads it (re-scoring 10,000 small runs, 4% of the time went to
-    decoding and hashing documents that had gone cold in a batch of thousands)."""
-    document, process, values = scorer.filled(batches, run_id=run_id, head_hash=head_hash, event_count=event_count)
-    digest = sha256_hex(document)
-    if values is not None and scorer.fits(values):
-        return StoredForm(process, digest, values, None)
-    return StoredForm(process, digest, None, document)
 
 
 def run_findings(store: EventStore, ruleset: RuleSet, run_id: str) -> tuple[dict[str, list[Finding]], ScoreDocument]:

@@ -17,7 +17,8 @@ from operator import itemgetter
 from decimal import ROUND_HALF_EVEN, Decimal
 from fractions import Fraction
 from math import gcd, lcm
-from typing import Any
+from hashlib import sha256 as _sha256
+from typing import Any, NamedTuple
 
 import orjson
 
@@ -28,7 +29,7 @@ from procgrade.rules.identity import rule_hash, ruleset_hash, versions_of
 from procgrade.rules.model import BEHAVIOUR_PATTERNS, BINARY_CHECKS, RuleSet
 from procgrade.rules.monitor import Finding, RunMonitor, Tally
 
-__all__ = ["ScoreDocument", "RunScorer", "score_run", "score_document", "FORMULA", "FORMULA_2", "DOCUMENT_FORMAT",
+__all__ = ["ScoreDocument", "RunScorer", "StoredForm", "score_run", "score_document", "FORMULA", "FORMULA_2", "DOCUMENT_FORMAT",
            "DOCUMENT_FORMATS", "rational", "display", "NOT_GRADED"]
 
 #: The document layout of each template semantics: rule sets of semantics 1 (scored before
@@ -437,8 +438,10 @@ def _subtotal_memo(weights: tuple[int, ...], memo: dict[tuple[int, ...], tuple[F
 
 
 def _violations_bytes(violated: list[Finding]) -> bytes:
-    """The canonical bytes of a rule's ``violations`` list."""
-    return _dumps([{"seq": f.seq, "stage": f.stage, "cited": list(f.cited)} for f in violated])
+    """The canonical bytes of a rule's ``violations`` list: each object's keys written in sorted
+    order and ``cited`` as the tuple it is (orjson writes a tuple as an array), so orjson neither
+    sorts nor copies (0.2 us of a violated rule's 0.8)."""
+    return orjson.dumps([{"cited": f.cited, "seq": f.seq, "stage": f.stage} for f in violated])
 
 
 #: The decimal bytes of the small counts most documents hold.
@@ -459,6 +462,17 @@ def _ratio_bytes(numerator: int, denominator: int) -> bytes:
             _RATIOS.clear()
         found = _RATIOS[(numerator, denominator)] = _dumps(_ratio(numerator, denominator))
     return found
+
+
+class StoredForm(NamedTuple):
+    """What the store keeps of a run's score document, as a worker sends it to the one writer: the
+    process score, the document's sha256 (hex), and either the values that fill the rule set's
+    template into it (joined by U+001F, one per slot) or, where there are none, the document whole."""
+
+    process: Fraction | None
+    sha256: str
+    values: bytes | None
+    document: bytes | None
 
 
 class RunScorer:
@@ -496,10 +510,19 @@ class RunScorer:
         ``%``): filled with the values :meth:`filled` gives (split at U+001F), it is the document."""
         return self._template.text
 
-    def fits(self, values: bytes) -> bool:
-        """Are ``values`` (as :meth:`filled` gives them) one per slot of :attr:`template_text`? Always,
-        as canonical JSON escapes the separator in every value; what a writer may rely on once asked."""
-        return values.count(_SEPARATOR) == self._template.size - 1
+    def stored(self, batches: Iterable[Iterable[tuple[Any, ...]]], *, run_id: str, head_hash: str,
+               event_count: int) -> StoredForm:
+        """The run's :class:`StoredForm`. The document is hashed as soon as it is made, while its
+        8 KB are still in the processor's cache, and then dropped when values stand for it: the
+        writer never reads it (re-scoring 10,000 small runs, 4% of the time went to decoding and
+        hashing documents that had gone cold in a batch of thousands). The values stand for it
+        when they are one per slot of :attr:`template_text`: always, as canonical JSON escapes the
+        separator in every value, but checked, as a writer relies on it."""
+        document, process, values = self.filled(batches, run_id=run_id, head_hash=head_hash, event_count=event_count)
+        digest = _sha256(document).hexdigest()
+        if values is not None and values.count(_SEPARATOR) == self._template.size - 1:
+            return StoredForm(process, digest, values, None)
+        return StoredForm(process, digest, None, document)
 
     def canonical(self, batches: Iterable[Iterable[tuple[Any, ...]]], *, run_id: str, head_hash: str,
                   event_count: int) -> tuple[bytes, Fraction | None]:

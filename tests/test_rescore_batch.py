@@ -78,7 +78,7 @@ def test_batch_gives_each_runs_own_document(store: EventStore, tmp_path: Path, r
             expected = alone[document.run_id]
             assert document.canonical == expected.canonical, document.run_id
             assert document.body == expected.body and document.process_score == expected.process_score
-        canonical = score_batch(reader, heads, scorer, canonical=True)
+        canonical = score_batch(reader, heads, scorer, answer="canonical")
         assert [c for c, _ in canonical] == [alone[h[0]].canonical for h in heads]
         assert [p for _, p in canonical] == [alone[h[0]].process_score for h in heads]
     assert alone["empty-run"].run_event_count == 0

@@ -135,15 +135,15 @@ def test_a_rescore_sends_the_writer_values_and_a_hash_not_the_document(store: Ev
     ruleset = load_ruleset()
     scorer = RunScorer(ruleset)
     heads = [(info.run_id, info.head_hash or "", info.event_count) for info in store.runs()]
-    forms = score_batch(ScoreStore(store), heads, scorer, stored=True)
+    forms = score_batch(ScoreStore(store), heads, scorer, answer="stored")
     for (run_id, _, _), form in zip(heads, forms):
         expected = compute_score(store, ruleset, run_id)
         assert form.document is None and form.values is not None, run_id
         assert form.sha256 == expected.sha256
         assert form.process == expected.process_score
         assert scorer.template_text % tuple(form.values.split(SEPARATOR.encode())) == expected.canonical
-    with pytest.raises(ValueError, match="ask for one"):
-        score_batch(ScoreStore(store), heads, scorer, stored=True, canonical=True)
+    with pytest.raises(ValueError, match="no answer 'whole'; one of document, canonical, stored"):
+        score_batch(ScoreStore(store), heads, scorer, answer="whole")
     told = {outcome.document.run_id: outcome.document.canonical
             for outcome in score_many(store, None, ruleset, executor=LocalExecutor(1))}
     assert told == {run_id: compute_score(store, ruleset, run_id).canonical for run_id in run_ids}
