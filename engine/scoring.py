@@ -29,8 +29,8 @@ from procgrade.rules.identity import rule_hash, ruleset_hash, versions_of
 from procgrade.rules.model import BEHAVIOUR_PATTERNS, BINARY_CHECKS, RuleSet
 from procgrade.rules.monitor import Finding, RunMonitor, Tally
 
-__all__ = ["ScoreDocument", "RunScorer", "StoredForm", "score_run", "score_document", "FORMULA", "FORMULA_2", "DOCUMENT_FORMAT",
-           "DOCUMENT_FORMATS", "rational", "display", "NOT_GRADED"]
+__all__ = ["ScoreDocument", "RunScorer", "StoredForm", "score_run", "score_document", "FORMULA", "FORMULA_2",
+           "DOCUMENT_FORMAT", "DOCUMENT_FORMATS", "rational", "display", "NOT_GRADED"]
 
 #: The document layout of each template semantics: rule sets of semantics 1 (scored before
 #: issue 10) keep format 1 byte for byte; semantics 2 adds ``coverage``.
@@ -601,9 +601,10 @@ class RunScorer:
             names[f"_learn{number}"] = _subtotal_memo(tuple(weights[m] for m in members), memo)
             key = "".join(f"f{m}, j{m}, " for m in members)
             values[where] = f"(_seen{number}.get(_k := ({key})) or _learn{number}(_k))[1]"
-        # The process score weighs every rule, so nearly every run has counts of its own (a memo of
-        # them missed 997 runs in 1,000): computed straight, in :func:`_weighted_counts`' integers
-        # (a rule never judged has fulfilled nothing: its term is 0 whatever ``or 1`` divides by).
+        # The process score weighs every rule, so nearly every run has counts of its own (a memo
+        # of them missed 1,993 of the bench's 2,000 runs): computed straight, in the integers of
+        # :func:`_weighted_counts` (a rule never judged has fulfilled nothing: its term is 0
+        # whatever ``or 1`` divides by).
         names.update(_lcm=lcm, _gcd=gcd, _Fraction=Fraction)
         rules_count = len(counts)
         lines += [f"    _w = {' + '.join(f'({w} if j{i} else 0)' for i, w in enumerate(weights)) or '0'}",
