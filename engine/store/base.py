@@ -436,13 +436,14 @@ class EventStore:
     def _sql(self, text: str) -> str:
         return text.replace("?", self.param)
 
-    def _runs_in_key_order(self, cursor: Any, run_ids: Sequence[str]) -> list[str]:
+    def _runs_in_key_order(self, run_ids: Sequence[str]) -> list[str]:
         """``run_ids`` in the order ``ORDER BY run_id`` gives them (the database's collation, which
         may be a locale's): asked of the database, each run's seq-0 row, so a run without events
         is left out."""
-        cursor.execute(self._sql(f"SELECT run_id FROM events WHERE run_id IN ({', '.join('?' * len(run_ids))}) "
-                                 "AND seq = 0 ORDER BY run_id"), list(run_ids))
-        return [run_id for (run_id,) in cursor.fetchall()]
+        with self._reading() as cursor:
+            cursor.execute(self._sql(f"SELECT run_id FROM events WHERE run_id IN ({', '.join('?' * len(run_ids))}) "
+                                     "AND seq = 0 ORDER BY run_id"), list(run_ids))
+            return [run_id for (run_id,) in cursor.fetchall()]
 
     def _select_run(self, tx: Any, run_id: str, suffix: str = "") -> RunInfo | None:
         tx.execute(self._sql(f"SELECT {', '.join(RUN_COLUMNS)} FROM runs WHERE run_id = ?{suffix}"), (run_id,))

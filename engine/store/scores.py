@@ -131,8 +131,7 @@ class ScoreStore:
         for start in range(0, len(ids), per_query):
             part = ids[start:start + per_query]
             where = f"run_id IN ({', '.join([param] * len(part))})"
-            with self.store._reading() as cursor:
-                order = self.store._runs_in_key_order(cursor, part)
+            order = self.store._runs_in_key_order(part)
             with self.store._reading("procgrade_facts_of_runs") as cursor:
                 cursor.execute(f"SELECT {columns} FROM events WHERE {where} ORDER BY run_id, seq", part)
                 stream = chain.from_iterable(iter(lambda: cursor.fetchmany(batch), []))
