@@ -108,6 +108,11 @@ def rational(value: Fraction | None) -> dict[str, str] | None:
     return {"num": str(value.numerator), "den": str(value.denominator)}
 
 
+#: The canonical bytes of :func:`rational` of a reduced fraction, ``% (denominator, numerator)``:
+#: what the generated fill writes without building the dict.
+_RATIONAL_BYTES = b'{"den":"%d","num":"%d"}'
+
+
 def display(value: Fraction | None, places: int = 4) -> str:
     """For people only: the rational rounded half-even to ``places`` decimals."""
     if value is None:
@@ -431,7 +436,7 @@ def _subtotal_memo(weights: tuple[int, ...], memo: dict[tuple[int, ...], tuple[F
         denominator = common * sum([weight for weight, _, _ in applicable])
         divisor = gcd(numerator, denominator)
         numerator, denominator = numerator // divisor, denominator // divisor
-        found = memo[key] = (Fraction(numerator, denominator), b'{"den":"%d","num":"%d"}' % (denominator, numerator))
+        found = memo[key] = (Fraction(numerator, denominator), _RATIONAL_BYTES % (denominator, numerator))
         return found
 
     return learn
@@ -605,7 +610,7 @@ class RunScorer:
         # of them missed 1,993 of the bench's 2,000 runs): computed straight, in the integers of
         # :func:`_weighted_counts` (a rule never judged has fulfilled nothing: its term is 0
         # whatever ``or 1`` divides by).
-        names.update(_lcm=lcm, _gcd=gcd, _Fraction=Fraction)
+        names.update(_lcm=lcm, _gcd=gcd, _Fraction=Fraction, _rational=_RATIONAL_BYTES)
         rules_count = len(counts)
         lines += [f"    _w = {' + '.join(f'({w} if j{i} else 0)' for i, w in enumerate(weights)) or '0'}",
                   "    if _w:",
@@ -614,7 +619,7 @@ class RunScorer:
                                              for i, w in enumerate(weights)) or "0"),
                   "        _g = _gcd(_n, _c * _w)",
                   "        _n, _d = _n // _g, _c * _w // _g",
-                  """        process, process_bytes = _Fraction(_n, _d), b'{"den":"%d","num":"%d"}' % (_d, _n)""",
+                  "        process, process_bytes = _Fraction(_n, _d), _rational % (_d, _n)",
                   "    else:",
                   "        process, process_bytes = None, b'null'"]
         at_run_id, at_head, at_count, at_process, at_coverage = self._header_positions

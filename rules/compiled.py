@@ -384,7 +384,7 @@ def generated_source(monitors: list[_Monitor], kind: str, actor: str,
             w.line(1, f"{w.name(handler, f'r{number}_handler')}(row)")
     if not reacting:
         return None
-    w.values.update(_new=tuple.__new__, _Finding=Finding, _slot_order=_slot_order)
+    w.values.update(_new=_new, _Finding=Finding, _slot_order=_slot_order)
     return "\n".join(w.lines) + "\n", w.values
 
 
@@ -399,6 +399,8 @@ def _function(source: str, values: dict[str, Any]) -> Callable[..., None]:
 
 
 _sort_key = Finding.sort_key
+#: A tuple subclass made without its Python-level ``__new__`` (findings, in generated code too).
+_new = tuple.__new__
 
 
 def _finisher(monitor: _Monitor, owner: RunMonitor) -> Callable[[], None] | None:
@@ -438,9 +440,6 @@ def _run_verdicts(monitor: _Monitor) -> tuple[Callable[[], None], Callable[[bool
             findings.append(_new(Finding, (rule_id, VIOLATED, None, None, cited)))
 
     return vacuous, verdict
-
-
-_new = tuple.__new__
 
 
 def _distinct_finisher(monitor: _Distinct, owner: RunMonitor) -> Callable[[], None]:
