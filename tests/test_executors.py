@@ -29,24 +29,30 @@ def test_chunks_keep_order_and_sit_between_the_bounds() -> None:
 
 
 def finish_after_the_second(i: int, directory: str) -> int:
-    """Task 0 ends only once task 1 has ended: completion order 1, 0."""
+    """Task 0 ends only once the driver has been told task 1 ended (it writes the marker then):
+    completion order 1, 0. Task 1 writing the marker itself raced: on a loaded machine task 0
+    could see it and return before task 1's own return reached the driver."""
     marker = Path(directory) / "1"
     if i == 0:
         deadline = time.monotonic() + 60
         while not marker.exists():
             if time.monotonic() > deadline:
-                raise TimeoutError("task 1 never ran")
+                raise TimeoutError("the driver was never told that task 1 ended")
             time.sleep(0.01)
-    else:
-        marker.write_text("done")
     return i * 10
 
 
 def test_results_come_in_task_order_and_progress_as_tasks_finish(tmp_path: Path) -> None:
     done: list[int] = []
+
+    def told(weight: int) -> None:
+        done.append(weight)
+        if weight == 7:  # task 1 is done: task 0 may end now
+            (tmp_path / "1").write_text("done")
+
     with LocalExecutor(2) as executor:
         results = list(executor.map(finish_after_the_second, [(0, str(tmp_path)), (1, str(tmp_path))],
-                                    weights=[5, 7], on_done=done.append))
+                                    weights=[5, 7], on_done=told))
     assert results == [0, 10]
     assert done == [7, 5]
 
