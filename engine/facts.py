@@ -19,6 +19,7 @@ from procgrade.engine.events import (
     AcceptanceVerdict,
     Command,
     Delegation,
+    EVENT_KINDS,
     Event,
     FileEdit,
     FileRead,
@@ -145,7 +146,7 @@ _INDEX = {name: i for i, name in enumerate(FACT_COLUMNS)}
 def _extractor(**sources: Any) -> Any:
     """Build a fast extractor: ``column=callable(event)`` pairs placed at their column positions
     (each callable is handed what the extractor is: the event, or the values of
-    :func:`_remembered_extractor`'s inputs)."""
+    :func:`_field_extractor`'s inputs)."""
     slots = tuple((_INDEX[name], getter) for name, getter in sources.items())
     width = len(FACT_COLUMNS)
 
@@ -158,30 +159,43 @@ def _extractor(**sources: Any) -> Any:
     return extract
 
 
-def _remembered_extractor(inputs: tuple[str, ...], **sources: Any) -> Any:
+def _field_extractor(inputs: tuple[str, ...], *, remember: bool = True, **sources: Any) -> Any:
     """An extractor whose columns are functions of the fields ``inputs`` alone: each
     ``column=callable(*values of inputs)`` (it is handed nothing else, so it cannot depend on
     anything else), remembered by those values. A run reads, edits and runs the same few
     hundred paths and commands again and again. Only plain ints, None and texts up to a remembered
     path's length are kept, the first :data:`_REMEMBERED_FACTS` distinct inputs (a validated event
-    holds nothing else; an unvalidated copy holding ``True`` must not answer for ``1``)."""
+    holds nothing else; an unvalidated copy holding ``True`` must not answer for ``1``).
+    ``remember=False`` for inputs that may be lists (unhashable): derived every time.
+
+    The extractor takes the event; its ``of_fields`` takes the event's validated fields as a
+    mapping (native ingest's workers validate a line's fields without building the model), and
+    answers from the same functions and the same memory."""
     derive = _extractor(**sources)
-    values_of = operator.attrgetter(*inputs)
     single = len(inputs) == 1
     remembered: dict[Any, tuple[Any, ...]] = {}
 
-    def extract(event: Event) -> tuple[Any, ...]:
-        key = values_of(event)
-        facts = remembered.get(key)
-        if facts is None:
-            values = (key,) if single else key
-            facts = derive(*values)
-            if len(remembered) < _REMEMBERED_FACTS and all(
-                    value is None or type(value) is int or (type(value) is str and len(value) <= _REMEMBERED_LENGTH)
-                    for value in values):  # never a bool or float (1 == True == 1.0 as keys)
-                remembered[key] = facts
+    def derived(key: Any) -> tuple[Any, ...]:
+        values = (key,) if single else key
+        facts = derive(*values)
+        if remember and len(remembered) < _REMEMBERED_FACTS and all(
+                value is None or type(value) is int or (type(value) is str and len(value) <= _REMEMBERED_LENGTH)
+                for value in values):  # never a bool or float (1 == True == 1.0 as keys)
+            remembered[key] = facts
         return facts
 
+    def bound(values_of: Any) -> Any:
+        if not remember:
+            return lambda holder: derived(values_of(holder))
+
+        def extract(holder: Any) -> tuple[Any, ...]:
+            key = values_of(holder)
+            facts = remembered.get(key)
+            return derived(key) if facts is None else facts
+        return extract
+
+    extract = bound(operator.attrgetter(*inputs))
+    extract.of_fields = bound(operator.itemgetter(*inputs))  # type: ignore[attr-defined]
     extract.remembered = remembered  # type: ignore[attr-defined]
     return extract
 
@@ -198,27 +212,27 @@ def _command_key_of(command: str | None) -> str | None:
     return None if command is None else command_hash(normalised_command(command))
 
 
-def _job_output(event: Any) -> str | None:
-    return normal_path(event.output_path if event.output_path is not None else command_io(event.command).path)
+def _job_output(command: str | None, output_path: str | None) -> str | None:
+    return normal_path(output_path if output_path is not None else command_io(command).path)
 
 
 _EXTRACTORS: dict[type[Event], Any] = {
     # the kinds most events are, remembered by the fields they derive from
-    FileRead: _remembered_extractor(("path",), path=normal_path, io_path=normal_path, io=lambda path: "read",
+    FileRead: _field_extractor(("path",), path=normal_path, io_path=normal_path, io=lambda path: "read",
                                     area=lambda path: area_of(normal_path(path))),
-    FileEdit: _remembered_extractor(("path", "new_path", "edit_kind"),
+    FileEdit: _field_extractor(("path", "new_path", "edit_kind"),
                                     path=lambda path, new, how: normal_path(path),
                                     new_path=lambda path, new, how: normal_path(new),
                                     edit_kind=lambda path, new, how: how,
                                     area=lambda path, new, how: area_of(normal_path(path))),
-    Command: _remembered_extractor(("command", "exit_code"), command=lambda command, code: command,
+    Command: _field_extractor(("command", "exit_code"), command=lambda command, code: command,
                                    cmd_hash=lambda command, code: _command_hash_of(command),
                                    exit_code=lambda command, code: code,
                                    outcome=lambda command, code: _exit_outcome(code),
                                    io_path=lambda command, code: normal_path(command_io(command).path),
                                    io=lambda command, code: command_io(command).role,
                                    cmd_key=lambda command, code: _command_key_of(command)),
-    TestRun: _remembered_extractor(("command", "exit_code", "passed", "failed", "errored"),
+    TestRun: _field_extractor(("command", "exit_code", "passed", "failed", "errored"),
                                    command=lambda command, *counts: command,
                                    cmd_hash=lambda command, *counts: _command_hash_of(command),
                                    exit_code=lambda command, code, passed, failed, errored: code,
@@ -227,24 +241,36 @@ _EXTRACTORS: dict[type[Event], Any] = {
                                    tests_failed=lambda command, code, passed, failed, errored: failed,
                                    tests_errored=lambda command, code, passed, failed, errored: errored,
                                    cmd_key=lambda command, *counts: _command_key_of(command)),
-    Message: _extractor(intent=lambda e: e.intent),
-    Delegation: _extractor(worker_id=lambda e: e.worker_id, context_count=lambda e: len(e.context or ())),
+    Message: _field_extractor(("intent",), intent=lambda intent: intent),
+    Delegation: _field_extractor(("worker_id", "context"), remember=False,
+                                      worker_id=lambda worker, context: worker,
+                                      context_count=lambda worker, context: len(context or ())),
     # The report's primary evidence (the first path it cites) is what must be re-read.
-    WorkerReport: _extractor(worker_id=lambda e: e.worker_id, outcome=lambda e: e.status,
-                             path=lambda e: normal_path(e.evidence[0]) if e.evidence else None),
-    JobStarted: _extractor(job_id=lambda e: e.job_id, command=lambda e: e.command,
-                           cmd_hash=lambda e: _command_hash_of(e.command),
-                           path=lambda e: normal_path(e.output_path), io_path=_job_output, io=lambda e: "job_started",
-                           cmd_key=lambda e: _command_key_of(e.command)),
-    JobPolled: _extractor(job_id=lambda e: e.job_id),
-    JobFinished: _extractor(job_id=lambda e: e.job_id, exit_code=lambda e: e.exit_code,
-                            outcome=lambda e: _exit_outcome(e.exit_code),
-                            path=lambda e: normal_path(e.output_path), io_path=lambda e: normal_path(e.output_path),
-                            io=lambda e: "job_finished"),
-    RunEnded: _extractor(status=lambda e: e.status),
+    WorkerReport: _field_extractor(("worker_id", "status", "evidence"), remember=False,
+                                        worker_id=lambda worker, status, evidence: worker,
+                                        outcome=lambda worker, status, evidence: status,
+                                        path=lambda worker, status, evidence:
+                                        normal_path(evidence[0]) if evidence else None),
+    JobStarted: _field_extractor(("job_id", "command", "output_path"),
+                                      job_id=lambda job, command, output: job,
+                                      command=lambda job, command, output: command,
+                                      cmd_hash=lambda job, command, output: _command_hash_of(command),
+                                      path=lambda job, command, output: normal_path(output),
+                                      io_path=lambda job, command, output: _job_output(command, output),
+                                      io=lambda job, command, output: "job_started",
+                                      cmd_key=lambda job, command, output: _command_key_of(command)),
+    JobPolled: _field_extractor(("job_id",), job_id=lambda job: job),
+    JobFinished: _field_extractor(("job_id", "exit_code", "output_path"),
+                                       job_id=lambda job, code, output: job,
+                                       exit_code=lambda job, code, output: code,
+                                       outcome=lambda job, code, output: _exit_outcome(code),
+                                       path=lambda job, code, output: normal_path(output),
+                                       io_path=lambda job, code, output: normal_path(output),
+                                       io=lambda job, code, output: "job_finished"),
+    RunEnded: _field_extractor(("status",), status=lambda status: status),
     AcceptanceVerdict: _extractor(outcome=verdict_outcome, tests_passed=lambda e: e.passed,
                                   tests_failed=lambda e: e.failed, tests_errored=lambda e: e.errored),
-    TestResult: _extractor(outcome=lambda e: e.outcome),
+    TestResult: _field_extractor(("outcome",), outcome=lambda outcome: outcome),
     Grade: _extractor(outcome=lambda e: None if e.passed is None else ("pass" if e.passed else "fail")),
 }
 
@@ -253,3 +279,14 @@ def extract_facts(event: Event) -> tuple[Any, ...]:
     """The fact columns of ``event`` as a tuple in :data:`FACT_COLUMNS` order."""
     extractor = _EXTRACTORS.get(type(event))
     return _EMPTY if extractor is None else extractor(event)
+
+
+#: Per kind: its fact columns from its validated fields as a mapping (every field of the model,
+#: None where not given), for the kinds whose extractor reads named fields only; a kind with no
+#: fact columns answers :data:`_EMPTY`. Kinds missing here (their extractor reads the model) must
+#: be extracted from the model.
+FIELD_EXTRACTORS: dict[str, Any] = {
+    kind: (lambda fields: _EMPTY) if extractor is None else extractor.of_fields
+    for kind, cls in EVENT_KINDS.items()
+    if (extractor := _EXTRACTORS.get(cls)) is None or hasattr(extractor, "of_fields")
+}

@@ -295,8 +295,10 @@ class PreparePool:
         from concurrent.futures import ProcessPoolExecutor
 
         from procgrade.engine.events import build_event_validators
+        from procgrade.engine.native import fields_path_ready
 
         build_event_validators()
+        fields_path_ready()
         niceness = WORKER_NICENESS if self.workers >= usable_cores() else 0
         # made before the workers are forked, which inherit them (shared, not copied)
         self._slots = [mmap.mmap(-1, SLOT_BYTES) for _ in range(_WINDOW * self.workers)]

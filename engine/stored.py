@@ -30,10 +30,11 @@ from procgrade.engine.canonical import (
 )
 from procgrade.engine.chain import link
 from procgrade.engine.events import EVENT_KINDS, Event, event_adapter
-from procgrade.engine.facts import FACT_COLUMNS, extract_facts
+from procgrade.engine.facts import FACT_COLUMNS, FIELD_EXTRACTORS, extract_facts
 
 __all__ = ["STORED_COLUMNS", "DERIVED_COLUMNS", "FACT_SLICE", "IN_STAGE", "FACTS", "StoredEvent", "to_stored",
-           "to_event", "header_bytes", "prepare_row", "chain_rows", "chain_hashes"]
+           "to_event", "header_bytes", "prepare_row", "prepare_fields_row", "FIELDS_KINDS", "chain_rows",
+           "chain_hashes"]
 
 _ENVELOPE = ("run_id", "seq", "event_id", "ts", "kind", "actor", "stage", "parent_seq")
 _TRAILER = ("facts", "payload", "payload_sha256", "hash")
@@ -42,6 +43,7 @@ DERIVED_COLUMNS: tuple[str, ...] = ("in_stage",)
 #: Column order of the events table as the bulk paths write it.
 STORED_COLUMNS: tuple[str, ...] = _ENVELOPE + tuple(FACT_COLUMNS) + DERIVED_COLUMNS + _TRAILER
 _envelope_of = operator.attrgetter(*_ENVELOPE)
+_fields_envelope = operator.itemgetter(*_ENVELOPE)
 _NOT_FACTS = frozenset(_ENVELOPE) | {"payload_sha256"}
 #: Where the typed fact columns sit in a stored row.
 FACT_SLICE = slice(len(_ENVELOPE), len(_ENVELOPE) + len(FACT_COLUMNS))
@@ -126,31 +128,60 @@ def prepare_row(event: Event, record: dict[str, Any] | None = None, canonical: b
     holds floats and odd keys only in its payload, so it is what it says of the payload.
     """
     if record is not None and record["kind"] in _DUMP_IS_RECORD:
-        header = record.copy()
-        payload = header.pop("payload", _NO_PAYLOAD)
-        header.pop("payload_sha256", None)  # the header holds the digest computed here
-        if None in header.values():
-            header = {k: v for k, v in header.items() if v is not None}
-        if canonical is None:
-            payload_bytes = _sorted_if_canonical(payload)
-        else:
-            payload_bytes = canonical_json_of_typed(payload) if canonical else None
-        if payload_bytes is not None:  # orjson's sorted bytes are RFC 8785 here
-            stored = payload_bytes
-        else:  # floats (maybe integers beyond 64 bits orjson read as floats): the model's values decide
-            payload_bytes, stored = canonical_and_faithful(event.payload)
-        payload_sha = hashlib.sha256(payload_bytes).hexdigest()
-        fact_fields = {k: header[k] for k in _FACT_KEYS[header["kind"]] if k in header}
-        header["payload_sha256"] = payload_sha
-        header_canonical = canonical_json_of_typed(header)  # sorted keys: the insertion order is no matter
-        facts = canonical_json_of_typed(fact_fields)
-    else:
-        header, stored, payload_sha = _header(event)
-        header_canonical = _canonical(event, header)
-        fact_fields = {k: v for k, v in header.items() if k not in _NOT_FACTS}
-        facts = faithful_json(fact_fields) if event.FREE_FORM_FIELDS else canonical_json_of_typed(fact_fields)
+        return _record_row(record, canonical, _envelope_of(event), extract_facts(event), event.payload)
+    header, stored, payload_sha = _header(event)
+    header_canonical = _canonical(event, header)
+    fact_fields = {k: v for k, v in header.items() if k not in _NOT_FACTS}
+    facts = faithful_json(fact_fields) if event.FREE_FORM_FIELDS else canonical_json_of_typed(fact_fields)
     return [*_envelope_of(event), *extract_facts(event), None, facts.decode(), stored.decode(), payload_sha,
             header_canonical]
+
+
+def prepare_fields_row(fields: dict[str, Any], record: dict[str, Any], canonical: bool | None = None,
+                       nulls: bool = True) -> list[Any]:
+    """:func:`prepare_row` of a line of a kind :data:`FIELDS_KINDS` holds, from its fields as
+    validated without building the model (``fields``: every field of the kind's model, None
+    where not given, ``payload`` the very dict of ``record``) and its JSON object as parsed
+    (``record``): the same row, byte for byte (tests/test_fields_rows.py). Not for a line whose
+    parse may hold a float its text does not (``canonical`` False: :func:`prepare_row` then reads
+    the payload from the model validated from the text). ``nulls``: whether ``record`` may hold
+    a null (False when the line's text holds no ``null``, which spares looking)."""
+    kind = record["kind"]
+    keys, values_of = _FACT_VALUES[kind]
+    values = values_of(fields)
+    fact_fields = dict(zip(keys, values)) if None not in values else {
+        key: value for key, value in zip(keys, values) if value is not None}
+    return _record_row(record, canonical, _fields_envelope(fields), FIELD_EXTRACTORS[kind](fields), fields["payload"],
+                       fact_fields, nulls)
+
+
+def _record_row(record: dict[str, Any], canonical: bool | None, envelope: tuple[Any, ...],
+                facts_columns: tuple[Any, ...], exact_payload: dict[str, Any],
+                fact_fields: dict[str, Any] | None = None, nulls: bool = True) -> list[Any]:
+    """The row of an event of a :data:`_DUMP_IS_RECORD` kind from its parsed line (see
+    :func:`prepare_row`), its envelope and fact columns, and its payload's values as validated
+    (which decide where the payload holds floats); ``fact_fields`` and ``nulls`` as the caller
+    knows them (else taken from ``record``, which is looked at for nulls)."""
+    header = record.copy()
+    payload = header.pop("payload", _NO_PAYLOAD)
+    header.pop("payload_sha256", None)  # the header holds the digest computed here
+    if nulls and None in header.values():
+        header = {k: v for k, v in header.items() if v is not None}
+    if canonical is None:
+        payload_bytes = _sorted_if_canonical(payload)
+    else:
+        payload_bytes = canonical_json_of_typed(payload) if canonical else None
+    if payload_bytes is not None:  # orjson's sorted bytes are RFC 8785 here
+        stored = payload_bytes
+    else:  # floats (maybe integers beyond 64 bits orjson read as floats): the validated values decide
+        payload_bytes, stored = canonical_and_faithful(exact_payload)
+    payload_sha = hashlib.sha256(payload_bytes).hexdigest()
+    if fact_fields is None:
+        fact_fields = {k: header[k] for k in _FACT_KEYS[header["kind"]] if k in header}
+    header["payload_sha256"] = payload_sha
+    header_canonical = canonical_json_of_typed(header)  # sorted keys: the insertion order is no matter
+    facts = canonical_json_of_typed(fact_fields)
+    return [*envelope, *facts_columns, None, facts.decode(), stored.decode(), payload_sha, header_canonical]
 
 
 def chain_rows(rows: Sequence[list[Any]], prev_hash: str, stage_of: Callable[[list[Any]], int | None]) -> str:
@@ -219,10 +250,26 @@ def _dump_is_record(cls: type[Event]) -> bool:
 
 #: Kinds whose header :func:`prepare_row` builds from the parsed line.
 _DUMP_IS_RECORD = frozenset(name for name, cls in EVENT_KINDS.items() if _dump_is_record(cls))
+#: Kinds whose row :func:`prepare_fields_row` builds from the fields of a line: those whose header
+#: is built from the parsed line and whose fact columns are read from named fields.
+FIELDS_KINDS = frozenset(kind for kind in _DUMP_IS_RECORD if kind in FIELD_EXTRACTORS)
 #: The fields of each such kind that go into its row's ``facts`` (all but the envelope, the
 #: payload and its digest): looked up by name, not found by testing every key of the line.
 _FACT_KEYS = {name: tuple(field for field in EVENT_KINDS[name].model_fields
                           if field not in _NOT_FACTS and field != "payload") for name in _DUMP_IS_RECORD}
+
+
+def _values_of(keys: tuple[str, ...]) -> Callable[[dict[str, Any]], tuple[Any, ...]]:
+    """A function giving the values of ``keys`` in a mapping holding them all, as a tuple."""
+    if len(keys) == 1:
+        key = keys[0]
+        return lambda mapping: (mapping[key],)
+    return operator.itemgetter(*keys) if keys else lambda mapping: ()
+
+
+#: Per kind of :data:`FIELDS_KINDS`: its fact keys and the function giving their values from the
+#: kind's validated fields (every field there, None where not given).
+_FACT_VALUES = {name: (_FACT_KEYS[name], _values_of(_FACT_KEYS[name])) for name in FIELDS_KINDS}
 
 
 def to_event(row: tuple[Any, ...]) -> Event:
