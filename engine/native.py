@@ -608,7 +608,7 @@ def _plain_shape(raw: bytes, record: dict[str, Any]) -> tuple[bool, bool | None]
     MAX_DEPTH deep (only looked at when the text holds that many brackets, in strings or not),
     and the text holds as many key endings as the parsed object holds keys (the parser keeps
     one of two equal keys)."""
-    deep = raw.count(b"[") + raw.count(b"{") > MAX_DEPTH
+    deep = len(raw) - len(raw.translate(None, b"[{")) > MAX_DEPTH  # the brackets, counted in one pass
     if not deep and orjson.dumps(record) == raw:
         return True, None
     check_keys = not raw.isascii() or raw.find(b"\\u") >= 0  # (``in`` first tries the needle as an int: an exception)

@@ -110,3 +110,35 @@ def test_a_line_that_needs_redacting_is_redacted_as_before(fields_rows: list[str
     assert state == "valid" and redacted >= 1 and "sk-abcdefghij" not in repr(row)
     assert (state, (row, redacted)) == _model_path(raw)
     assert fields_rows == []  # the model's path redacts it
+
+
+_BASE = '"run_id":"r","seq":3,"event_id":"r/3","kind":"command","actor":"agent","command":"make"'
+#: Lines of odd shapes: repeated keys (at the top, in the payload, spelled with an escape, hidden
+#: beside a float orjson writes longer than the line did: 1e10 is 13 bytes as orjson writes it),
+#: integers beyond 64 bits, escapes, and other separators.
+_LINES = [
+    '{' + _BASE + ',"exit_code":1,"exit_code":2}',
+    '{' + _BASE + ',"payload":{"a":1,"a":2}}',
+    '{' + _BASE + ',"payload":{"a":1,"\\u0061":2}}',
+    '{' + _BASE + ',"payload":{"f":1e10,"b":1234,"b":2}}',  # as long as orjson writes its parse
+    '{' + _BASE + ',"payload":{"f":1e10,"g":1.5}}',
+    '{' + _BASE + ',"payload":{"big":18446744073709551616}}',
+    '{' + _BASE + ',"payload":{"big":123456789012345678901234567890,"x":1}}',
+    '{' + _BASE.replace(",", ", ") + ',"payload":{"a":[1, 2]}}',
+    '{' + _BASE + ',\t"payload":{"a":"\\/"}}',
+    '{' + _BASE + ',"payload":{"s":"caf\\u00e9","t":"caf\u00e9"}}',
+    '{' + _BASE + ',"payload":{}}',
+    '{' + _BASE + '}',
+]
+
+
+@pytest.mark.parametrize("text", _LINES)
+def test_lines_of_every_shape_get_the_model_paths_row_or_error(text: str) -> None:
+    raw = text.encode()
+    assert _ingest_path(raw) == _model_path(raw)
+
+
+def test_a_repeated_key_is_refused_however_the_line_is_written() -> None:
+    for text in _LINES[:4]:
+        state, error = _ingest_path(text.encode())
+        assert state == "refused" and "duplicate key" in error, text
