@@ -620,9 +620,9 @@ def fields_validators() -> dict[str, Any]:
     """Per kind, for kinds whose model validates field by field (no model validator): a function
     that validates a mapping's fields exactly as the model does (strict, no unknown key, the
     same field validators, the same errors) and returns ``(fields, None, names given)``, the
-    fields a dict (every field, defaults filled in), instead of building the model: a quarter
-    of the model's cost, and of no use to native ingest's workers (they need the row, not the
-    event). Made from the model's own core schema and configuration, so the two cannot drift
+    fields a dict (every field, defaults filled in), instead of building the model: a third
+    less than the model's validation (1.25 us against 1.83 for a command), and the model is of
+    no use to native ingest's workers (they need the row, not the event). Made from the model's own core schema and configuration, so the two cannot drift
     (tests/test_fields_rows.py)."""
     from pydantic_core import SchemaValidator
 
