@@ -289,10 +289,18 @@ def _event_items(source: str, lines: Iterable[bytes]) -> Iterator[_Item]:
 
 
 def _row_items(source: str, numbered: Iterable[tuple[int, bytes]]) -> Iterator[_Item]:
-    """Each line's item with its prepared row, taken :data:`SCAN_LINES` lines at a time: the
-    redaction filter scans those lines at once (:func:`unchanged_json_lines`; a line where it
-    finds something gets the per-line look at what it found after the line validates). A line
-    that cannot be read comes after the items of the lines before it, as line by line."""
+    """Each line's item with its prepared row (:func:`row_item_lists`, one at a time)."""
+    for items in row_item_lists(source, numbered):
+        yield from items
+
+
+def row_item_lists(source: str, numbered: Iterable[tuple[int, bytes]]) -> Iterator[list[_Item]]:
+    """The lines' items with their prepared rows, in lists of :data:`SCAN_LINES` lines' (fewer
+    where lines are blank): the redaction filter scans those lines at once
+    (:func:`unchanged_json_lines`; a line where it finds something gets the per-line look at what
+    it found), and a worker marshals each list whole, with no Python step a line between. A line
+    that cannot be read, or is refused, comes after the items of the lines before it (a list of
+    its own), as line by line."""
     fields_path_ready()
     numbered = iter(numbered)
     while True:
@@ -305,11 +313,19 @@ def _row_items(source: str, numbered: Iterable[tuple[int, bytes]]) -> Iterator[_
                     break
         except Exception as exc:  # reported once the lines before it are checked
             failure = exc
-        for (number, raw), unchanged in zip(lines, unchanged_json_lines([raw for _, raw in lines])):
-            if not raw or raw.isspace():  # blank
-                continue
-            row, redacted = _line_row(source, number, raw, unchanged)
-            yield number, row[0], row[1], row[2], row[4], row, redacted
+        items: list[_Item] = []
+        try:
+            for (number, raw), unchanged in zip(lines, unchanged_json_lines([raw for _, raw in lines])):
+                if not raw or raw.isspace():  # blank
+                    continue
+                row, redacted = _line_row(source, number, raw, unchanged)
+                items.append((number, row[0], row[1], row[2], row[4], row, redacted))
+        except Exception:
+            if items:
+                yield items
+            raise
+        if items:
+            yield items
         if failure is not None:
             raise failure
         if len(lines) < SCAN_LINES:

@@ -375,7 +375,7 @@ def _prepare_block(source: str, first: int, lines: list[bytes] | bytes | int,
     it, so the caller's checks across those lines still run first, as they do when one process
     reads everything. ``lines``: the block's lines, their bytes joined by newlines, or how many
     bytes of them (joined by newlines) the slot's input buffer holds."""
-    from procgrade.engine.native import SCAN_LINES, _row_items
+    from procgrade.engine.native import row_item_lists
 
     if isinstance(lines, int):
         assert slot is not None
@@ -386,10 +386,9 @@ def _prepare_block(source: str, first: int, lines: list[bytes] | bytes | int,
     written: list[int] = []
     offset = 0
     piped: list[bytes] = []
-    items: list[Any] = []
     error: Any = None
 
-    def pack() -> None:
+    def pack(items: list[Any]) -> None:  # marshalled while still in the cache: a fifth cheaper than whole blocks
         nonlocal offset
         part = marshal.dumps(items)
         if buffer is not None and not piped and offset + len(part) <= len(buffer):
@@ -400,17 +399,12 @@ def _prepare_block(source: str, first: int, lines: list[bytes] | bytes | int,
             piped.append(part)
 
     try:
-        for item in _row_items(source, enumerate(lines, start=first)):
-            items.append(item)
-            if len(items) >= SCAN_LINES:  # freed while still in the cache: a fifth cheaper than whole blocks
-                pack()
-                items = []
+        for items in row_item_lists(source, enumerate(lines, start=first)):
+            pack(items)
     except InputError as exc:
         error = (exc.line, exc.field, exc.reason)
     except Exception as exc:  # noqa: BLE001 - raised by the caller in its turn
         error = exc if _pickles(exc) else RuntimeError(f"{type(exc).__name__}: {exc}")
-    if items:
-        pack()
     return written, piped, error
 
 

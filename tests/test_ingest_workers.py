@@ -243,19 +243,18 @@ def test_an_unexpected_error_in_a_block_comes_after_the_lines_before_it(monkeypa
     writer's checks across those lines run first, as in one process."""
     import procgrade.engine.native as native
 
-    def items_then_a_bug(source: str, numbered):  # noqa: ANN001, ANN202 - the stand-in's shape
-        for number, _raw in numbered:
-            if number == 3:
-                raise ZeroDivisionError("a bug on line 3")
-            yield ("item", number)
+    def rows_then_a_bug(source: str, number: int, raw: bytes, unchanged: object) -> tuple[list[object], int]:
+        if number == 3:
+            raise ZeroDivisionError("a bug on line 3")
+        return ["r", number, f"r/{number}", None, "message"], 0
 
-    monkeypatch.setattr(native, "_row_items", items_then_a_bug)
+    monkeypatch.setattr(native, "_line_row", rows_then_a_bug)
     result = native_workers._prepare_block("f.jsonl", 1, [b"a", b"b", b"c", b"d"])
     got = []
     with pytest.raises(ZeroDivisionError, match="a bug on line 3"):
         for block in native_workers._unpacked("f.jsonl", result, None):
             got.extend(block)
-    assert got == [("item", 1), ("item", 2)]
+    assert [item[0] for item in got] == [1, 2]
 
 
 @pytest.mark.parametrize("room_for", ["all", "some", "none"])
