@@ -491,18 +491,19 @@ def _line_row(source: str, number: int, raw: bytes, unchanged: bool | LineHits) 
         record = orjson.loads(raw)
     except orjson.JSONDecodeError:
         record = None
+    shape = None
     if type(record) is dict:
         kind = record.get("kind")
         validate = _FIELDS_VALIDATORS.get(kind) if type(kind) is str else None
         if validate is not None:
-            plain, canonical = _plain_shape(raw, record)
+            shape = plain, canonical = _plain_shape(raw, record)
             if plain and canonical is not False and (
                     unchanged is True or unchanged_json_line(raw, unchanged if type(unchanged) is tuple else None)):
                 fields = _valid_fields(record, validate)
                 if fields is not None:
                     return prepare_fields_row(fields, record, canonical, raw.find(b"null") >= 0), 0
-                record = None  # refused; the model's path parses the line again and words the error
-    event, record, redacted, canonical = _checked(source, number, raw, unchanged, record)
+                record = shape = None  # refused; the model's path parses the line again and words the error
+    event, record, redacted, canonical = _checked(source, number, raw, unchanged, record, shape)
     return prepare_row(event, record, canonical), redacted
 
 
@@ -510,7 +511,8 @@ def _line_row(source: str, number: int, raw: bytes, unchanged: bool | LineHits) 
 #: kinds whose rows :func:`procgrade.engine.stored.prepare_fields_row` builds (filled by
 #: :func:`fields_path_ready` on first use: building them takes most of 0.1 s).
 _FIELDS_VALIDATORS: dict[str, Any] = {}
-_NO_PAYLOAD: Any = object()
+#: ``record.pop``'s answer where a line has no payload.
+_ABSENT: Any = object()
 
 
 def fields_path_ready() -> None:
@@ -528,15 +530,10 @@ def _valid_fields(record: dict[str, Any], validate: Any) -> dict[str, Any] | Non
     (the model's path then words why). The shared texts are interned in ``record`` first, as
     :func:`_valid_event` does; ``payload`` is taken out of ``record`` for the validation and put
     back (last)."""
-    run_id, kind, actor = record.get("run_id"), record.get("kind"), record.get("actor")  # _SHARED_TEXT
-    if type(run_id) is str:
-        record["run_id"] = intern(run_id)
-    record["kind"] = intern(kind)  # a str: its validator was found by it
-    if type(actor) is str:
-        record["actor"] = intern(actor)
-    payload = record.pop("payload", _NO_PAYLOAD)
+    _intern_shared_text(record)
+    payload = record.pop("payload", _ABSENT)
     try:
-        if payload is _NO_PAYLOAD:
+        if payload is _ABSENT:
             return validate(record)[0]  # the model's default payload filled in
         if type(payload) is not dict:
             return None
@@ -544,19 +541,21 @@ def _valid_fields(record: dict[str, Any], validate: Any) -> dict[str, Any] | Non
     except ValidationError:
         return None
     finally:
-        if payload is not _NO_PAYLOAD:
+        if payload is not _ABSENT:
             record["payload"] = payload
     fields["payload"] = payload
     return fields
 
 
 def _checked(source: str, number: int, raw: bytes, unchanged: bool | LineHits | None = None,
-             parsed: Any = None) -> tuple[Event, dict[str, Any] | None, int, bool | None]:
+             parsed: Any = None, shape: tuple[bool, bool | None] | None = None,
+             ) -> tuple[Event, dict[str, Any] | None, int, bool | None]:
     """:func:`_validated`, and whether orjson's sorted bytes are RFC 8785 for the parsed object
     (no float, no key outside the BMP), when the line check found out (else None). ``unchanged``:
     what the caller's scan of ``raw`` found (:func:`unchanged_json_lines`: True when redacting it
     changes nothing, else the markers to look at), or None: the line is scanned here.
-    ``parsed``: orjson's parse of ``raw`` when the caller has it (None: parsed here)."""
+    ``parsed``: orjson's parse of ``raw`` when the caller has it (None: parsed here), and
+    ``shape`` what :func:`_plain_shape` said of it, when the caller asked (None: asked here)."""
     if parsed is not None:
         record = parsed
     else:
@@ -564,7 +563,9 @@ def _checked(source: str, number: int, raw: bytes, unchanged: bool | LineHits | 
             record = orjson.loads(raw)
         except orjson.JSONDecodeError:
             record = None
-    plain, canonical = _plain_shape(raw, record) if type(record) is dict else (False, None)
+    if shape is None:
+        shape = _plain_shape(raw, record) if type(record) is dict else (False, None)
+    plain, canonical = shape
     if not plain:
         _check_utf8(source, number, raw)
         _check_shape(source, number, raw)
@@ -587,6 +588,15 @@ _VALIDATOR = event_adapter().validator
 _SHARED_TEXT = ("run_id", "kind", "actor")
 
 
+def _intern_shared_text(record: dict[str, Any]) -> None:
+    """Intern ``record``'s :data:`_SHARED_TEXT` in place: one object per distinct value, as JSON
+    mode's string cache gives."""
+    for name in _SHARED_TEXT:
+        value = record.get(name)
+        if type(value) is str:
+            record[name] = intern(value)
+
+
 def _valid_event(source: str, number: int, raw: bytes, record: dict[str, Any] | None) -> Event:
     """The line's event, validated from the object orjson parsed when there is one that holds the
     line's values exactly (Python mode skips parsing the line a second time: 2.8 us a line against
@@ -598,10 +608,7 @@ def _valid_event(source: str, number: int, raw: bytes, record: dict[str, Any] | 
     whose errors are worded for JSON ("Input should be an object", not "a valid dictionary or
     instance of HarnessInfo")."""
     if record is not None:
-        for name in _SHARED_TEXT:  # one object per distinct value, as JSON mode's string cache gives
-            value = record.get(name)
-            if type(value) is str:
-                record[name] = intern(value)
+        _intern_shared_text(record)
         try:
             return _VALIDATOR.validate_python(record)
         except ValidationError:
