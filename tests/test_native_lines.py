@@ -79,6 +79,27 @@ def test_a_repeated_key_is_never_taken_for_a_plain_line() -> None:
     assert plain_seen > 1000  # most good lines stay on the fast path
 
 
+@pytest.mark.parametrize("separators", [(",", ":"), (", ", ": ")])
+def test_the_shortest_lines_that_nest_too_deep_are_not_plain(separators: tuple[str, str]) -> None:
+    """Lines shorter than _DEEP_MIN_BYTES skip the bracket count: the shortest text nesting one
+    level deeper than MAX_DEPTH is that long, and is still caught, compact or spaced; one level
+    less is plain."""
+    import json
+
+    import orjson
+
+    from procgrade.engine.json_guards import MAX_DEPTH
+    from procgrade.engine.native import _DEEP_MIN_BYTES, _plain_shape
+
+    def nested(levels: int) -> bytes:  # the top object is a level
+        return json.dumps({"a": json.loads("[" * (levels - 1) + "]" * (levels - 1))}, separators=separators).encode()
+
+    shortest = b"[" * (MAX_DEPTH + 1) + b"]" * (MAX_DEPTH + 1)
+    assert len(shortest) == _DEEP_MIN_BYTES
+    assert _plain_shape(nested(MAX_DEPTH + 1), orjson.loads(nested(MAX_DEPTH + 1))) == (False, False)
+    assert _plain_shape(nested(MAX_DEPTH), orjson.loads(nested(MAX_DEPTH)))[0] is True
+
+
 def _event_line(seq: int) -> bytes:
     import orjson
 
@@ -115,6 +136,20 @@ def test_lines_read_a_block_at_a_time_report_the_first_problem_in_file_order(bad
             items.append(item)
     assert (caught.value.line, caught.value.reason) == (long_at + 1, "line longer than 10 bytes")
     assert [item[0] for item in items] == list(range(1, long_at + 1))
+
+
+def test_rows_hold_one_object_per_run_id_kind_and_actor() -> None:
+    """Prepared rows share their run id, kind and actor texts (one object per value, on the fields
+    path and the model's alike), so a block marshals each once and kept rows hold each once."""
+    import orjson
+
+    lines = [_event_line(seq) for seq in range(40)]
+    lines += [orjson.dumps({"run_id": "r", "seq": seq, "event_id": f"e{seq}", "actor": "harness", "kind": "command",
+                            "command": "ls", "payload": {"t": 0.5}}) for seq in range(40, 50)]  # a float: the model's path
+    rows = [item[5] for item in native._row_items("f", enumerate(lines, start=1))]
+    for column, values in ((0, {"r"}), (4, {"run_started", "message", "command"}), (5, {"agent", "harness"})):
+        assert {row[column] for row in rows} == values
+        assert len({id(row[column]) for row in rows}) == len(values), column
 
 
 def test_a_cut_off_line_holding_a_marker_is_reported_as_invalid_json_in_its_turn() -> None:

@@ -258,9 +258,8 @@ def unchanged_json_line(line: bytes, found: LineHits | None = None) -> bool:
     """:func:`unchanged_json` for JSON text others wrote (blanks around colons, any escapes):
     False too where an escape may spell a marker's letter or ``/`` (``\\u0073k-`` is ``sk-``).
     ``found``: what :func:`unchanged_json_lines` found in the line, which is then not scanned again."""
-    lowered = line.lower()
-    hits, unsure = _line_marker_hits(lowered) if found is None else found
-    return not unsure and _hits_unchanged(line, lowered, hits)
+    hits, unsure = _line_marker_hits(line.lower()) if found is None else found
+    return not unsure and _hits_unchanged(line, hits)
 
 
 #: What the marker scan finds in one line: (where markers start, overlapping ones included,
@@ -295,21 +294,23 @@ def unchanged_json_lines(lines: Sequence[bytes]) -> list[bool | LineHits]:
 
 
 def _unchanged_text(blob: bytes, marker_hits: Any) -> bool:
-    lowered = blob.lower()
-    hits, unsure = marker_hits(lowered)  # (``lower`` keeps non-ASCII bytes as they are)
-    return not unsure and _hits_unchanged(blob, lowered, hits)
+    hits, unsure = marker_hits(blob.lower())  # (``lower`` keeps non-ASCII bytes as they are)
+    return not unsure and _hits_unchanged(blob, hits)
 
 
-def _hits_unchanged(blob: bytes, lowered: bytes, hits: list[int]) -> bool:
-    """:func:`_unchanged_text` once the scan found ``hits`` (where markers start in ``lowered``,
-    ``blob`` lower-cased) and nothing unsure: only the strings holding them are looked at."""
+def _hits_unchanged(blob: bytes, hits: list[int]) -> bool:
+    """:func:`_unchanged_text` once the scan found ``hits`` (where markers start in ``blob``
+    lower-cased, which has its length) and nothing unsure: only the strings holding them are
+    looked at. ``://`` and the credentials that may follow it are found in ``blob`` itself:
+    neither holds a letter, so lower-casing changes nothing they match (a hit's line is not
+    lower-cased again)."""
     if not hits:
         return True
     end = 0
     for position in sorted(hits):
         if position < end:  # in the string just looked at
             continue
-        if lowered[position:position + 3] == b"://" and _url_credentials_at(lowered, position) is None:
+        if blob[position:position + 3] == b"://" and _url_credentials_at(blob, position) is None:
             continue  # a link or an ``attachment://`` reference: no credentials can follow (see below)
         start = _opening_quote(blob, position)
         if start < 0:
