@@ -482,8 +482,8 @@ def _line_row(source: str, number: int, raw: bytes, unchanged: bool | LineHits) 
 
     The common line (a kind :func:`procgrade.engine.events.fields_validators` holds, orjson's
     own bytes or at least plain, nothing to redact) has its fields validated without building
-    the model, its payload left out of validation (orjson's parse of a JSON object is already
-    what ``dict[str, Any]`` takes, and validating it copies it whole); its row is then built
+    the model, its payload only checked to be an object (orjson's parse of a JSON object is
+    already what ``dict[str, Any]`` takes, and validating it copies it whole); its row is then built
     from the fields (:func:`procgrade.engine.stored.prepare_fields_row`): about 0.6 us a line
     less than the model's path, a thirteenth of a line's preparing. Any other line, and a line
     the fields validation refuses, takes the model's path, which words every error as before."""
@@ -511,8 +511,6 @@ def _line_row(source: str, number: int, raw: bytes, unchanged: bool | LineHits) 
 #: kinds whose rows :func:`procgrade.engine.stored.prepare_fields_row` builds (filled by
 #: :func:`fields_path_ready` on first use: building them takes most of 0.1 s).
 _FIELDS_VALIDATORS: dict[str, Any] = {}
-#: ``record.pop``'s answer where a line has no payload.
-_ABSENT: Any = object()
 
 
 def fields_path_ready() -> None:
@@ -526,25 +524,14 @@ def fields_path_ready() -> None:
 
 
 def _valid_fields(record: dict[str, Any], validate: Any) -> dict[str, Any] | None:
-    """The line's fields as validated, ``payload`` the very dict parsed, or None where refused
-    (the model's path then words why). The shared texts are interned in ``record`` first, as
-    :func:`_valid_event` does; ``payload`` is taken out of ``record`` for the validation and put
-    back (last)."""
+    """The line's fields as validated, ``payload`` the very dict parsed (the fields validators
+    hand it back as it is), or None where refused (the model's path then words why). The shared
+    texts are interned in ``record`` first, as :func:`_valid_event` does."""
     _intern_shared_text(record)
-    payload = record.pop("payload", _ABSENT)
     try:
-        if payload is _ABSENT:
-            return validate(record)[0]  # the model's default payload filled in
-        if type(payload) is not dict:
-            return None
-        fields = validate(record)[0]
+        return validate(record)[0]
     except ValidationError:
         return None
-    finally:
-        if payload is not _ABSENT:
-            record["payload"] = payload
-    fields["payload"] = payload
-    return fields
 
 
 def _checked(source: str, number: int, raw: bytes, unchanged: bool | LineHits | None = None,
