@@ -175,3 +175,16 @@ def test_a_marker_split_across_two_lines_is_not_found() -> None:
     assert [flag is True for flag in flags] == [True, True, False, True, False]
     assert flags[2] == ([], True) and flags[4] == ([len(b'{"text": "the ')], False)  # an escape; "token"
     assert redaction.unchanged_json_lines([]) == []
+
+
+@settings(max_examples=3000, deadline=None)
+@given(st.lists(st.sampled_from([b'"', b"\\", b"u", b"0", b"a", b"F", b"\n", b"\x01", b"\xc3\xa9", b"x", b":"]),
+                max_size=24).map(b"".join), st.integers(0, 3))
+def test_the_string_scanner_ends_a_string_where_the_pattern_does(tail: bytes, lead: int) -> None:
+    """:func:`_after_string` reads strings with the standard library's scanner where it can, and
+    ends each exactly where the unrolled pattern does: valid escapes or not, left open or not,
+    with bytes of UTF-8 text, control characters and the quotes and colons that follow."""
+    blob = b"x" * lead + b'"' + tail
+    expected = redaction._JSON_STRING.match(blob, lead)
+    assert redaction._after_string(blob, blob.decode("latin-1"), lead) == \
+        (expected.end() if expected is not None else len(blob))

@@ -18,6 +18,7 @@ from bisect import bisect_right
 from collections import Counter
 from collections.abc import Sequence
 from itertools import accumulate
+from json.decoder import scanstring
 from typing import Any
 
 import orjson
@@ -307,6 +308,7 @@ def _hits_unchanged(blob: bytes, hits: list[int]) -> bool:
     if not hits:
         return True
     end = 0
+    text = None  # ``blob`` as Latin-1 text, for the string scanner (:func:`_after_string`)
     for position in sorted(hits):
         if position < end:  # in the string just looked at
             continue
@@ -315,13 +317,15 @@ def _hits_unchanged(blob: bytes, hits: list[int]) -> bool:
         start = _opening_quote(blob, position)
         if start < 0:
             return False
-        end = _after_string(blob, start)
+        if text is None:
+            text = blob.decode("latin-1")
+        end = _after_string(blob, text, start)
         colon = _KEY_COLON.match(blob, end)
         if colon is not None:  # a key: its rule looks at the string it holds
             value_at = colon.end()
             if not _key_names_secret(blob[start:end]) or blob[value_at:value_at + 1] != b'"':
                 continue
-            held = orjson.loads(blob[value_at:_after_string(blob, value_at)])
+            held = orjson.loads(blob[value_at:_after_string(blob, text, value_at)])
             if len(held) >= 16 and _looks_secret(held):
                 return False
         elif _string_changes(blob[start:end]):
@@ -397,10 +401,19 @@ def _opening_quote(blob: bytes, position: int) -> int:
             return quote
 
 
-def _after_string(blob: bytes, opening: int) -> int:
-    """Where the JSON string opening at ``opening`` ends (after its closing quote)."""
-    found = _JSON_STRING.match(blob, opening)
-    return found.end() if found is not None else len(blob)
+def _after_string(blob: bytes, text: str, opening: int) -> int:
+    """Where the JSON string opening at ``opening`` ends (after its closing quote). ``text`` is
+    ``blob`` decoded as Latin-1 (a character a byte: the offsets agree), which the standard
+    library's JSON string scanner reads four to five times faster than ``re`` matches
+    :data:`_JSON_STRING` (strings of 10 KB: 16-25 us against 88-93; the decoding, 13 us for a
+    400 KB sample, is done once a text). Where it stops at what JSON does not allow (an unknown
+    escape, a string left open), the pattern decides, as it always did: where both read a
+    string, both end it at its first unescaped quote."""
+    try:
+        return scanstring(text, opening + 1, False)[1]
+    except ValueError:
+        found = _JSON_STRING.match(blob, opening)
+        return found.end() if found is not None else len(blob)
 
 
 _JSON_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.S)
