@@ -608,7 +608,7 @@ def _valid_event(source: str, number: int, raw: bytes, record: dict[str, Any] | 
 
 
 #: The shortest text that can nest deeper than MAX_DEPTH: an opening and a closing bracket per
-#: level. Shorter lines (three in four of a common log's) skip counting their brackets (0.5 us).
+#: level. Shorter lines (three in four of bench/synthetic.py's) skip counting their brackets (0.5 us).
 _DEEP_MIN_BYTES = 2 * (MAX_DEPTH + 1)
 
 
