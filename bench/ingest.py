@@ -6,7 +6,8 @@ next to the bare limit: the store's own bulk insert (on SQLite, INSERT statement
 each; on PostgreSQL, COPY (FORMAT BINARY)) of the very same prepared rows in one transaction,
 and the ratio between them.
 Both sides run in the same process, interleaved, on the same machine; each side's best of
-``--repeats`` runs (default 2) is compared.
+``--repeats`` runs (default 3) is compared, and each round's own ratio is printed beside it (the
+scatter a reader should see).
 Then the large-payload case: command events carrying 10-100 KB tool outputs, in MB/s
 of input against the 30 MB/s target (issue 16). The ingest side's CPU time counts its
 worker processes too (``PROCGRADE_INGEST_WORKERS`` sets how many; 0: none).
@@ -141,8 +142,8 @@ def main() -> None:
     parser.add_argument("--skip-postgres", action="store_true")
     parser.add_argument("--large-events", type=int, default=1000, help="Events of the large-payload case (0: skip).")
     parser.add_argument("--large-runs", type=int, default=4)
-    parser.add_argument("--repeats", type=int, default=2,
-                        help="Interleaved runs of each side per database; the best of each is compared (default 2).")
+    parser.add_argument("--repeats", type=int, default=3,
+                        help="Interleaved runs of each side per database; the best of each is compared (default 3).")
     args = parser.parse_args()
 
     with tempfile.TemporaryDirectory(prefix="procgrade-bench-") as tmp:
@@ -172,19 +173,24 @@ def main() -> None:
             # interleaved, best of --repeats each: on a noisy machine one run of either side alone
             # moves the ratio by a third
             best: dict[str, tuple[float, float]] = {}
+            rounds: list[float] = []  # each round's bare/ingest, its two sides run one after the other
             for attempt in range(args.repeats):
+                taken = {}
                 for side in ("ingest", "bare"):
-                    seconds = measure(side, attempt)
+                    seconds = taken[side] = measure(side, attempt)
                     if side not in best or seconds < best[side][0]:
                         best[side] = (seconds, cpu_seconds[side])
-            results.append((name, best["ingest"][0], best["bare"][0], best["ingest"][1], best["bare"][1]))
+                rounds.append(taken["bare"] / taken["ingest"])
+            results.append((name, best["ingest"][0], best["bare"][0], best["ingest"][1], best["bare"][1], rounds))
 
         print(f"{'database':<11} {'ingest ev/s':>12} {'bare ev/s':>12} {'ingest/bare':>12}")
-        for name, ingest_s, bare_s, _ingest_cpu, _bare_cpu in results:
+        for name, ingest_s, bare_s, _ingest_cpu, _bare_cpu, _rounds in results:
             print(f"{name:<11} {total / ingest_s:>12,.0f} {total / bare_s:>12,.0f} {bare_s / ingest_s:>11.2f}x")
+        for name, *_, rounds in results:
+            print(f"{name:<11} each round's ingest/bare: {', '.join(f'{ratio:.2f}x' for ratio in rounds)}")
         # CPU of this process and its workers: what the cores must share, whatever else runs beside
         # the bench (the PostgreSQL server's CPU, most of a COPY's, is not counted)
-        for name, ingest_s, bare_s, ingest_cpu, bare_cpu in results:
+        for name, ingest_s, bare_s, ingest_cpu, bare_cpu, _rounds in results:
             ratio = f"bare/ingest {bare_cpu / ingest_cpu:.2f} of the CPU time" if name == "sqlite" else \
                 "client side only"
             print(f"{name:<11} CPU s: ingest {ingest_cpu:.2f} (workers included), bare {bare_cpu:.2f}, {ratio}; "
