@@ -1,7 +1,7 @@
 """All benches in one run (``make bench``): one table of ratios, CPU time and peak memory.
 
 Each bench runs as its own process under ``/usr/bin/time``, one after the other on the same
-machine, with sizes small enough that the whole suite takes about ten minutes on two shared
+machine, with sizes small enough that the whole suite takes four to five minutes on two shared
 cores; the ratios each bench prints (procgrade's path against the bare limit measured in the
 same process) go into the table. Start-up is measured here: ``procgrade --help`` and
 ``procgrade runs`` against ``python -c pass``, interleaved, median of five each. On a loaded
