@@ -307,6 +307,36 @@ def test_report_in_chromium(report_db: str, tmp_path: Path) -> None:
 # the page's bytes
 
 
+def test_headline_lists_a_few_groups_below_their_count() -> None:
+    """The groups card's value is the count of groups; the first names go in a smaller line below it
+    as short labels (the full name on hover), with how many more the groups table holds. Fifteen
+    model ids in the value itself made the whole headline row as tall as the list."""
+    from procgrade.engine.analysis.graded_runs import Selection
+    from procgrade.engine.reporting.headline import GROUPS_LISTED, headline_section
+
+    def groups_card(groups: list[str]) -> str:
+        page = headline_section(runs=3, selection=Selection((), (), None), by="model", groups=groups, tasks=[],
+                                comparison=None, comparison_note="no outcomes", association=None,
+                                extra_suppressed=[])
+        return re.search(r'<div class="fact" data-fact="groups">(.*?)</div>', page).group(1)
+
+    many = [f"app-{i:02d}qhry-17585307907266370{i:02d}" for i in range(GROUPS_LISTED + 3)]
+    card = groups_card(many)
+    value, detail = re.findall(r"<dd[^>]*>(.*?)</dd>", card)
+    assert value == str(len(many)) and card.count('<dd class="detail">') == 1
+    assert detail.endswith(" and 3 more")
+    titles = re.findall(r'<code title="([^"]*)">([^<]*)</code>', detail)
+    assert [full for full, _ in titles] == many[:GROUPS_LISTED]
+    assert all(len(shown) <= 24 and shown != full for full, shown in titles)
+    assert many[GROUPS_LISTED] not in card
+
+    few = ["claude-3-5-sonnet", "gpt-4o"]
+    value, detail = re.findall(r"<dd[^>]*>(.*?)</dd>", groups_card(few))
+    assert value == "2" and "more" not in detail
+    assert re.findall(r'<code title="[^"]*">([^<]*)</code>', detail) == few
+    assert "<dd" not in groups_card([]).replace("<dd>0</dd>", "")
+
+
 def test_report_is_deterministic_across_databases(tmp_path: Path) -> None:
     """The same runs give the same bytes: twice on SQLite, and on PostgreSQL."""
     pages = []

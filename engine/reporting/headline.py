@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from procgrade.engine.analysis.graded_runs import Selection
-from procgrade.engine.reporting.markup import NOT_AVAILABLE, esc, fmt_num
+from procgrade.engine.reporting.markup import NOT_AVAILABLE, esc, fmt_num, short_run_id
 
 __all__ = ["headline_section"]
 
@@ -24,6 +24,19 @@ def _correlation(result: Mapping[str, Any] | None, name: str) -> str:
     return f"{fmt_num(entry['statistic'], 2)} [{fmt_num(entry['low'], 2)}, {fmt_num(entry['high'], 2)}]"
 
 
+#: Group names the headline lists below the count of groups (the groups table lists them all).
+GROUPS_LISTED = 4
+
+
+def _group_names(groups: Sequence[str]) -> str:
+    """The first :data:`GROUPS_LISTED` group names as short labels (the full name on hover: a
+    model id can be 30 characters of opaque digits), and how many more the groups table holds."""
+    listed = ", ".join(f'<code title="{esc(group)}">{esc(short_run_id(group, limit=24))}</code>'
+                       for group in groups[:GROUPS_LISTED])
+    more = len(groups) - GROUPS_LISTED
+    return listed + (f" and {more} more" if more > 0 else "")
+
+
 def headline_section(*, runs: int, selection: Selection, by: str, groups: Sequence[str], tasks: Sequence[str],
                      comparison: Mapping[str, Any] | None, comparison_note: str | None, association: Any,
                      extra_suppressed: Sequence[str]) -> str:
@@ -32,15 +45,16 @@ def headline_section(*, runs: int, selection: Selection, by: str, groups: Sequen
         key = "below --min-coverage" if "--min-coverage" in entry.reason else entry.reason.removeprefix("not graded: ")
         reasons[key] = reasons.get(key, 0) + 1
     not_graded = "; ".join(f"{n} {reason}" for reason, n in reasons.items()) or "none"
+    # (label, value, data-fact key); a group's names go in a smaller line of their own below its count
     facts: list[tuple[str, str, str]] = [
         ("runs", f"{runs}", "runs"),
         ("graded", f"{len(selection.graded)}", "graded"),
         ("not graded", f"{len(selection.left_out)}" + (f" ({not_graded})" if selection.left_out else ""),
          "not-graded"),
-        (f"groups by {by}", f"{len(groups)}" + (f": {', '.join(groups[:8])}" + (", ..." if len(groups) > 8 else "")
-                                                if groups else ""), "groups"),
+        (f"groups by {by}", f"{len(groups)}", "groups"),
         ("tasks (graded runs)", str(len(tasks)), "tasks"),
     ]
+    details = {"groups": _group_names(groups)} if groups else {}
     suppressed: list[str] = []
     block = (comparison or {}).get("rank_agreement") or {}
     result = block.get("result")
@@ -77,7 +91,8 @@ def headline_section(*, runs: int, selection: Selection, by: str, groups: Sequen
         else:
             facts.append(("AUC of the process score for resolution", f"{NOT_AVAILABLE}: {pooled.note}", "auc"))
     suppressed += list(extra_suppressed)
-    items = "".join(f'<div class="fact" data-fact="{key}"><dt>{esc(name)}</dt><dd>{esc(value)}</dd></div>'
+    items = "".join(f'<div class="fact" data-fact="{key}"><dt>{esc(name)}</dt><dd>{esc(value)}</dd>'
+                    + (f'<dd class="detail">{details[key]}</dd>' if key in details else "") + "</div>"
                     for name, value, key in facts)
     listed = "".join(f"<li>{esc(note)}</li>" for note in suppressed)
     return (f'<dl class="headline">{items}</dl>'

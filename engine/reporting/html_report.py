@@ -80,6 +80,8 @@ dl.headline{display:grid;grid-template-columns:repeat(auto-fill,minmax(260px,1fr
 dl.headline .fact{background:#f4f8fb;border-left:4px solid #0072B2;padding:6px 10px}
 dl.headline dt{color:#555;font-size:13px}
 dl.headline dd{margin:2px 0 0;font-size:17px;font-weight:600}
+dl.headline dd.detail{font-size:13px;font-weight:400;color:#333}
+dl.headline dd.detail code{white-space:nowrap}
 details.suppressed{font-size:13px;color:#555;margin:8px 0}
 td.suppressed{color:#8a6d3b;font-size:13px}
 td.not-graded{color:#8a6d3b;font-style:italic}
