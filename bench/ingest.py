@@ -28,6 +28,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.synthetic import write_large_payloads, write_native  # noqa: E402
+from bench.targets import verdict  # noqa: E402
 from procgrade.engine.chain import GENESIS  # noqa: E402
 from procgrade.engine.ingest import ingest_native  # noqa: E402
 from procgrade.engine.native import read_native  # noqa: E402
@@ -188,9 +189,8 @@ def main() -> None:
         print(f"{'database':<11} {'ingest ev/s':>12} {'bare ev/s':>12} {'ingest/bare':>12}")
         for name, ingest_s, bare_s, _ingest_cpu, _bare_cpu, _rounds in results:
             ratio = bare_s / ingest_s
-            verdict = "met" if ratio >= TARGET else "missed"  # on the ratio itself: 0.695 prints as 0.70
             print(f"{name:<11} {total / ingest_s:>12,.0f} {total / bare_s:>12,.0f} {ratio:>11.2f}x "
-                  f"({ratio:.3f}; target at least {TARGET:.2f}x: {verdict})")
+                  f"({verdict(ratio, 'at least', TARGET)})")
         for name, *_, rounds in results:
             print(f"{name:<11} each round's ingest/bare: {', '.join(f'{ratio:.2f}x' for ratio in rounds)}")
         # CPU of this process and its workers: what the cores must share, whatever else runs beside

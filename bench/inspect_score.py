@@ -32,9 +32,14 @@ import tempfile
 import textwrap
 import time
 import venv
+from fractions import Fraction
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from bench.targets import verdict  # noqa: E402
+
 FIXTURE = ROOT / "tests" / "fixtures" / "imports" / "inspect" / "browser_agent_log.json"
 CACHE = ROOT / "bench" / ".cache"
 
@@ -168,11 +173,14 @@ def main() -> None:
     print(f"medians of {args.rounds}: inspect score {score_wall:.2f} s ({score_cpu:.2f} s CPU, {score_peak:.0f} MB); "
           f"ingest {ingest_wall:.2f} s ({ingest_cpu:.2f} s CPU, {ingest_peak:.0f} MB); "
           f"rescore {rescore_wall:.2f} s ({rescore_cpu:.2f} s CPU, {rescore_peak:.0f} MB)")
-    print(f"import / inspect score time: {ingest_wall / score_wall:.2f}x wall, {ingest_cpu / score_cpu:.2f}x CPU "
-          f"(target at most 0.33x)")
-    print(f"import / inspect score peak RSS: {ingest_peak / score_peak:.2f}x (target at most 0.50x)")
-    print(f"import + rescore speed-up over inspect score: {score_wall / (ingest_wall + rescore_wall):.2f}x wall, "
-          f"{score_cpu / (ingest_cpu + rescore_cpu):.2f}x CPU (target at least 3.00x)")
+    # the targets are on the wall clock: the time a user waits, procgrade's import using both cores
+    share, speed_up = ingest_wall / score_wall, score_wall / (ingest_wall + rescore_wall)
+    print(f"import / inspect score time: {share:.2f}x wall, {ingest_cpu / score_cpu:.2f}x CPU "
+          f"(wall {verdict(share, 'at most', Fraction(1, 3))})")
+    print(f"import / inspect score peak RSS: {ingest_peak / score_peak:.2f}x "
+          f"({verdict(ingest_peak / score_peak, 'at most', 0.5)})")
+    print(f"import + rescore speed-up over inspect score: {speed_up:.2f}x wall, "
+          f"{score_cpu / (ingest_cpu + rescore_cpu):.2f}x CPU (wall {verdict(speed_up, 'at least', 3.0)})")
     print(f"load average {os.getloadavg()[0]:.1f}")
 
 

@@ -41,6 +41,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.synthetic import write_native  # noqa: E402
+from bench.targets import verdict  # noqa: E402
 from procgrade.engine import cyclic_gc  # noqa: E402
 from procgrade.engine.executors import LocalExecutor  # noqa: E402
 from procgrade.engine.ingest import ingest_native  # noqa: E402
@@ -206,9 +207,8 @@ def compare(tmp: Path, args: argparse.Namespace, ruleset: RuleSet) -> None:
         print(f"stored per small run: {row:,.0f} bytes of values in its row for a {document:,.0f}-byte document "
               f"({row / document:.2f}x; the rule set's template is stored once)")
     ratio = small_cpu / large_cpu
-    # the verdict on the ratio itself, to three places: 1.496 and 1.504 both print as 1.50
-    verdict = f"{ratio:.3f}; target under {SMALL_RUNS_TARGET:.2f}x: {'met' if ratio < SMALL_RUNS_TARGET else 'missed'}"
-    print(f"{args.small} / {args.large} re-score: {ratio:.2f}x the CPU time ({verdict}) "
+    print(f"{args.small} / {args.large} re-score: {ratio:.2f}x the CPU time "
+          f"({verdict(ratio, 'under', SMALL_RUNS_TARGET)}) "
           f"(re-score / bare read: {small_cpu / small_bare:.2f}x and {large_cpu / large_bare:.2f}x)")
 
 
