@@ -15,8 +15,7 @@ from sqlalchemy import text
 from databases import pg_schema_url
 from procgrade.engine.events import Command, RunStarted
 from procgrade.engine.log_verification import verify_log
-from procgrade.engine.store import open_store
-from procgrade.engine.store import migrate
+from procgrade.engine.store import migrate, open_store
 from procgrade.engine.store.migrate import alembic_config, upgrade
 from procgrade.engine.store.postgres import postgres_engine
 
