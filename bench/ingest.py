@@ -11,6 +11,11 @@ scatter a reader should see).
 Then the large-payload case: command events carrying 10-100 KB tool outputs, in MB/s
 of input against the 30 MB/s target (issue 16). The ingest side's CPU time counts its
 worker processes too (``PROCGRADE_INGEST_WORKERS`` sets how many; 0: none).
+
+Each database's line ends with the ceiling the CPU each side used allows on this machine's
+cores: the bare insert's wall time over the least wall time the ingest's CPU could take, with
+no core ever idle and no process waiting on another (:func:`ceiling`). A ratio can then be read
+against what the cores allow, not only against the target.
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.synthetic import write_large_payloads, write_native  # noqa: E402
 from bench.targets import verdict  # noqa: E402
 from procgrade.engine.chain import GENESIS  # noqa: E402
+from procgrade.engine.cores import usable_cores  # noqa: E402
 from procgrade.engine.ingest import ingest_native  # noqa: E402
 from procgrade.engine.native import read_native  # noqa: E402
 from procgrade.engine.store import open_store  # noqa: E402
@@ -56,10 +62,6 @@ def run_rows(rows: list[tuple]) -> list[tuple]:
     return [(run_id, count) for run_id, count in seen.items()]
 
 
-#: CPU seconds of each side's last measurement (this process and its waited-for children:
-#: ingest's worker processes), printed beside the wall-clock ratio: on a shared machine the
-#: wall clock of the side that uses two processes suffers most from other load.
-cpu_seconds: dict[str, float] = {}
 #: Issue 16's target for native ingest against the bare insert, on both databases.
 TARGET = 0.7
 
@@ -69,34 +71,93 @@ def _cpu() -> float:
     return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
-def bare_insert(url: str, rows: list[tuple]) -> float:
+def _own_cpu() -> float:
+    """This thread's CPU seconds (the writer's: the one thread whose work, in order, no other core
+    can take; the worker pool's helper threads in this process are not counted)."""
+    return time.thread_time()
+
+
+def server_cpu() -> dict[int, float] | None:
+    """CPU seconds so far of each process of the local PostgreSQL server, by pid (Linux's /proc),
+    or None where /proc cannot tell: the server's share of a COPY, which neither side's rusage counts."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    found: dict[int, float] = {}
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return None
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as handle:
+                stat = handle.read()
+        except OSError:  # gone meanwhile, or not ours to read
+            continue
+        name, _, rest = stat.partition("(")[2].rpartition(")")
+        if name == "postgres":
+            fields = rest.split()
+            found[int(entry)] = (int(fields[11]) + int(fields[12])) / ticks  # utime, stime
+    return found or None
+
+
+def server_cpu_since(before: dict[int, float] | None) -> float | None:
+    """The server's CPU seconds since ``before`` (:func:`server_cpu`): its processes alive now,
+    so a side must take this before it closes its connection (its backend ends with it)."""
+    after = server_cpu()
+    if before is None or after is None:
+        return None
+    return sum(seconds - before.get(pid, 0.0) for pid, seconds in after.items())
+
+
+def ceiling(bare_wall: float, writer: float, total: float, server: float | None, cores: int) -> float:
+    """The highest ingest/bare ratio the CPU the ingest used allows: the bare insert's wall time
+    over the least wall time that CPU could take on ``cores`` cores, which is the most of
+    ``total / cores`` (every core busy all the time), the writer thread's own CPU (its checks,
+    chaining and insert are in order) and the server's (one backend per connection)."""
+    least = max(total / cores, writer, server or 0.0)
+    return bare_wall / least
+
+
+def bare_insert(url: str, rows: list[tuple], server: bool = False) -> float:
     """The limit: the store's own bulk path (INSERT statements of many rows each on SQLite,
     COPY BINARY on PostgreSQL) fed the already prepared rows, in one transaction of the kind
     ingest writes in (on SQLite, a new store's first load without the WAL), with no parsing,
     validation or hashing."""
     store = open_store(url, create=True)
     gc.disable()
-    cpu = _cpu()
+    served = server_cpu() if server else None
+    cpu, own = _cpu(), _own_cpu()
     start = time.perf_counter()
     with store._write_transaction(bulk=True) as tx:
         tx.executemany(store._sql("INSERT INTO runs (run_id, event_count) VALUES (?, ?)"), run_rows(rows))
         store._insert_rows(tx, rows)
     elapsed = time.perf_counter() - start
-    cpu_seconds["bare"] = _cpu() - cpu
+    _took("bare", _cpu() - cpu, _own_cpu() - own, server_cpu_since(served) if server else None)
     gc.enable()
     store.close()
     return elapsed
 
 
-def timed_ingest(url: str, paths: list[Path]) -> float:
+def timed_ingest(url: str, paths: list[Path], server: bool = False) -> float:
     store = open_store(url, create=True)
-    cpu = _cpu()
+    served = server_cpu() if server else None
+    cpu, own = _cpu(), _own_cpu()
     start = time.perf_counter()
     ingest_native(store, paths)
     elapsed = time.perf_counter() - start
-    cpu_seconds["ingest"] = _cpu() - cpu
+    _took("ingest", _cpu() - cpu, _own_cpu() - own, server_cpu_since(served) if server else None)
     store.close()
     return elapsed
+
+
+#: Per side, the CPU seconds of its last measurement: this process and its workers, this process
+#: alone, and the database server's (None: not measured, or not readable here).
+cpu_detail: dict[str, tuple[float, float, float | None]] = {}
+
+
+def _took(side: str, cpu: float, own: float, server: float | None) -> None:
+    cpu_detail[side] = (cpu, own, server)
 
 
 def large_payloads(tmpdir: Path, args: argparse.Namespace) -> None:
@@ -166,7 +227,7 @@ def main() -> None:
         def postgresql(side: str, attempt: int) -> float:
             schema, url = postgres_schema(args.pg)
             try:
-                return timed_ingest(url, paths) if side == "ingest" else bare_insert(url, rows)
+                return timed_ingest(url, paths, server=True) if side == "ingest" else bare_insert(url, rows, server=True)
             finally:
                 drop_schema(args.pg, schema)
 
@@ -175,31 +236,41 @@ def main() -> None:
         for name, measure in databases:
             # interleaved, best of --repeats each: on a noisy machine one run of either side alone
             # moves the ratio by a third
-            best: dict[str, tuple[float, float]] = {}
+            best: dict[str, tuple[float, tuple[float, float, float | None]]] = {}
             rounds: list[float] = []  # each round's bare/ingest, its two sides run one after the other
             for attempt in range(args.repeats):
                 taken = {}
                 for side in ("ingest", "bare"):
                     seconds = taken[side] = measure(side, attempt)
                     if side not in best or seconds < best[side][0]:
-                        best[side] = (seconds, cpu_seconds[side])
+                        best[side] = (seconds, cpu_detail[side])
                 rounds.append(taken["bare"] / taken["ingest"])
-            results.append((name, best["ingest"][0], best["bare"][0], best["ingest"][1], best["bare"][1], rounds))
+            results.append((name, best["ingest"], best["bare"], rounds))
 
         print(f"{'database':<11} {'ingest ev/s':>12} {'bare ev/s':>12} {'ingest/bare':>12}")
-        for name, ingest_s, bare_s, _ingest_cpu, _bare_cpu, _rounds in results:
+        for name, (ingest_s, _), (bare_s, _), _rounds in results:
             ratio = bare_s / ingest_s
             print(f"{name:<11} {total / ingest_s:>12,.0f} {total / bare_s:>12,.0f} {ratio:>11.2f}x "
                   f"({verdict(ratio, 'at least', TARGET)})")
         for name, *_, rounds in results:
             print(f"{name:<11} each round's ingest/bare: {', '.join(f'{ratio:.2f}x' for ratio in rounds)}")
-        # CPU of this process and its workers: what the cores must share, whatever else runs beside
-        # the bench (the PostgreSQL server's CPU, most of a COPY's, is not counted)
-        for name, ingest_s, bare_s, ingest_cpu, bare_cpu, _rounds in results:
-            ratio = f"bare/ingest {bare_cpu / ingest_cpu:.2f} of the CPU time" if name == "sqlite" else \
-                "client side only"
-            print(f"{name:<11} CPU s: ingest {ingest_cpu:.2f} (workers included), bare {bare_cpu:.2f}, {ratio}; "
-                  f"wall s: ingest {ingest_s:.2f}, bare {bare_s:.2f}")
+        # the CPU each side's best round used (this process, its workers, the server), and what it
+        # allows on this machine's cores, whatever else runs beside the bench
+        cores = usable_cores()
+        for name, (ingest_s, (ingest_cpu, writer, server)), (bare_s, (bare_cpu, _own, bare_server)), _ in results:
+            served = "" if server is None else f" + server {server:.2f}"
+            bare_served = "" if bare_server is None else f" + server {bare_server:.2f}"
+            print(f"{name:<11} CPU s: ingest {ingest_cpu:.2f}{served} (writer thread {writer:.2f}, workers and pool threads "
+                  f"{ingest_cpu - writer:.2f}), bare {bare_cpu:.2f}{bare_served}; wall s: ingest {ingest_s:.2f}, "
+                  f"bare {bare_s:.2f}")
+            if name != "sqlite" and server is None:
+                print(f"{name:<11} ceiling: not known (the server's CPU cannot be read here)")
+                continue
+            total_cpu = ingest_cpu + (server or 0.0)
+            bound = max((total_cpu / cores, f"its {total_cpu:.2f} s of CPU on {cores} cores, none idle"),
+                        (writer, "the writer thread's own CPU"), (server or 0.0, "the server's CPU"))
+            print(f"{name:<11} ceiling on {cores} cores: {ceiling(bare_s, writer, total_cpu, server, cores):.2f}x "
+                  f"(bare {bare_s:.2f} s wall over the ingest's least, {bound[0]:.2f} s: {bound[1]})")
         if args.large_events:
             large_payloads(tmpdir, args)
     print(f"load average {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} (1 and 5 min)")
