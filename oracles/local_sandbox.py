@@ -60,6 +60,7 @@ import contextlib
 import errno
 import fcntl
 import json
+import marshal
 import os
 import random
 import shutil
@@ -75,6 +76,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from procgrade.oracles.process_exit import wait_for_exit
 from procgrade.oracles.sandbox import (
     BANNED_PROBE,
     RUNNER_PROBE,
@@ -219,13 +221,17 @@ class _Cgroup:
 _MS_NOSUID, _MS_NODEV, _MS_REMOUNT = 2, 4, 32
 
 #: The run's prelude: root, in the new namespaces, before anything of the submission runs. It
-#: follows the plan (a JSON list of steps written by the judge into its root-only folder) with
+#: follows the plan (a list of steps the judge marshals into its root-only folder) with
 #: ``mount(2)`` calls, one process for all of them, then execs the rest of its arguments
 #: (``prlimit ... chroot <new root> setpriv ... /bin/sh -c <command>``). Any failure prints
 #: ``procgrade sandbox: ...`` and exits 125 without writing the marker the judge checks.
+#: Every judgement waits for it, so it imports only ``ctypes`` besides built-in modules: the plan
+#: is read with ``marshal`` (the same interpreter wrote it) and ``mount`` found among the symbols
+#: the interpreter already has loaded. With ``json`` and ``ctypes.util`` (which runs ``ldconfig``
+#: to find libc) it took 19 ms a judgement, 8 ms without them.
 _PRELUDE = r"""
-import ctypes, ctypes.util, json, os, sys
-libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+import ctypes, marshal, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
 RDONLY, NOSUID, NODEV, NOEXEC, REMOUNT, BIND, REC = 1, 2, 4, 8, 32, 4096, 16384
 def fail(what):
     sys.stderr.write("procgrade sandbox: %s\n" % what)
@@ -243,8 +249,8 @@ def place(path, folder):
     except OSError as exc:
         fail("place %s: %s" % (path, exc))
 os.umask(0o022)
-with open(sys.argv[1]) as handle:
-    plan = json.load(handle)
+with open(sys.argv[1], "rb") as handle:
+    plan = marshal.load(handle)
 for step in plan:
     kind = step[0]
     if kind == "cgroup":  # not fatal: the run is then bounded by its rlimits, and the judge says so
@@ -685,9 +691,7 @@ class LocalSession(SandboxSession):
                                             stderr=subprocess.STDOUT, start_new_session=True)
                 except OSError as exc:
                     raise SandboxError(f"cannot start the test command: {exc}") from None
-                try:
-                    proc.wait(timeout=spec.timeout_sec)
-                except subprocess.TimeoutExpired:
+                if not wait_for_exit(proc, spec.timeout_sec):
                     timed_out = True
                     with contextlib.suppress(ProcessLookupError):
                         os.killpg(proc.pid, signal.SIGKILL)
@@ -809,8 +813,8 @@ class LocalSession(SandboxSession):
         self._details["mounts"] = mounts
         self._details["root_fs"] = "fresh tmpfs root (chroot), read-only binds of the system and interpreter folders"
         plan.append(["marker", str(self.root / "judge" / "prelude.ok")])
-        plan_path = self.root / "judge" / "plan.json"
-        plan_path.write_text(json.dumps(plan))
+        plan_path = self.root / "judge" / "plan.marshal"
+        plan_path.write_bytes(marshal.dumps(plan))
 
         tail = [*self._prlimit(spec.timeout_sec), self.tools["chroot"], new, self.tools["setpriv"], f"--reuid={uid}",
                 f"--regid={uid}", "--clear-groups", "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--",

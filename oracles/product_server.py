@@ -32,6 +32,7 @@ from pathlib import Path
 
 from procgrade.engine.errors import ProcgradeError
 from procgrade.oracles.browser_plans import ProductSpec
+from procgrade.oracles.process_exit import wait_for_exit
 
 __all__ = ["DEFAULT_POSTGRES", "ProductDidNotStart", "RunningProduct", "started_product", "free_port"]
 
@@ -104,9 +105,7 @@ def _stop(process: subprocess.Popen[bytes]) -> None:
         return
     with contextlib.suppress(ProcessLookupError):
         os.killpg(process.pid, signal.SIGTERM)
-    try:
-        process.wait(timeout=5)
-    except subprocess.TimeoutExpired:
+    if not wait_for_exit(process, 5):
         with contextlib.suppress(ProcessLookupError):
             os.killpg(process.pid, signal.SIGKILL)
         process.wait()
