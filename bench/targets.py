@@ -1,4 +1,4 @@
-"""The verdict a bench prints beside a ratio measured against one of issue 16's targets.
+"""The verdict a bench prints beside a ratio measured against one of its targets (issue 16's, issue 5's).
 
 Decided on the ratio itself and printed to three places: at two, 0.695 shows as the 0.70x it
 misses, and 1.496 and 1.504 both as 1.50x.
