@@ -12,10 +12,11 @@ Then the large-payload case: command events carrying 10-100 KB tool outputs, in 
 of input against the 30 MB/s target (issue 16). The ingest side's CPU time counts its
 worker processes too (``PROCGRADE_INGEST_WORKERS`` sets how many; 0: none).
 
-Each database's line ends with the ceiling the CPU each side used allows on this machine's
-cores: the bare insert's wall time over the least wall time the ingest's CPU could take, with
-no core ever idle and no process waiting on another (:func:`ceiling`). A ratio can then be read
-against what the cores allow, not only against the target.
+Each database then gets two lines: the CPU each side's best round used (the writer thread, the
+workers, the local PostgreSQL server's processes), and the ceiling that CPU allows on this
+machine's cores: the bare insert's wall time over the least wall time the ingest's CPU could
+take, with no core ever idle (:func:`ceiling`). A ratio can then be read against what the cores
+allow, not only against the target.
 """
 
 from __future__ import annotations
@@ -227,7 +228,9 @@ def main() -> None:
         def postgresql(side: str, attempt: int) -> float:
             schema, url = postgres_schema(args.pg)
             try:
-                return timed_ingest(url, paths, server=True) if side == "ingest" else bare_insert(url, rows, server=True)
+                if side == "ingest":
+                    return timed_ingest(url, paths, server=True)
+                return bare_insert(url, rows, server=True)
             finally:
                 drop_schema(args.pg, schema)
 
@@ -260,9 +263,9 @@ def main() -> None:
         for name, (ingest_s, (ingest_cpu, writer, server)), (bare_s, (bare_cpu, _own, bare_server)), _ in results:
             served = "" if server is None else f" + server {server:.2f}"
             bare_served = "" if bare_server is None else f" + server {bare_server:.2f}"
-            print(f"{name:<11} CPU s: ingest {ingest_cpu:.2f}{served} (writer thread {writer:.2f}, workers and pool threads "
-                  f"{ingest_cpu - writer:.2f}), bare {bare_cpu:.2f}{bare_served}; wall s: ingest {ingest_s:.2f}, "
-                  f"bare {bare_s:.2f}")
+            print(f"{name:<11} CPU s: ingest {ingest_cpu:.2f}{served} (writer thread {writer:.2f}, workers and pool "
+                  f"threads {ingest_cpu - writer:.2f}), bare {bare_cpu:.2f}{bare_served}; wall s: ingest "
+                  f"{ingest_s:.2f}, bare {bare_s:.2f}")
             if name != "sqlite" and server is None:
                 print(f"{name:<11} ceiling: not known (the server's CPU cannot be read here)")
                 continue

@@ -2,8 +2,8 @@
 
 ``Popen.wait(timeout=...)`` cannot block on a child with a limit, so it polls: it sleeps in
 steps that double up to 50 ms and looks again. A test run that ends just after a look is
-noticed up to 50 ms late (half that on average), which was a third of the local sandbox's
-whole overhead on a 200 ms suite. On Linux a pidfd (``os.pidfd_open``, kernel 5.3) becomes
+noticed up to 50 ms late (half that on average), against a local sandbox's whole overhead of
+about 50 ms on a 200 ms suite. On Linux a pidfd (``os.pidfd_open``, kernel 5.3) becomes
 readable when its process exits, so ``poll`` on it waits exactly as long as the child runs,
 or the limit. Elsewhere the standard library's polling wait is used.
 """
