@@ -102,6 +102,15 @@ def server_cpu() -> dict[int, float] | None:
     return found or None
 
 
+def local_server(url: str) -> bool:
+    """Is the server at ``url`` on this machine (a loopback address or a Unix socket)? Only then
+    are its processes the ones :func:`server_cpu` reads."""
+    from sqlalchemy.engine import make_url
+
+    host = make_url(url).host or make_url(url).query.get("host")
+    return host in (None, "", "localhost", "127.0.0.1", "::1") or str(host).startswith("/")
+
+
 def server_cpu_since(before: dict[int, float] | None) -> float | None:
     """The server's CPU seconds since ``before`` (:func:`server_cpu`): its processes alive now,
     so a side must take this before it closes its connection (its backend ends with it)."""
@@ -225,12 +234,14 @@ def main() -> None:
                 leftover.unlink()
             return seconds
 
+        local = local_server(args.pg)
+
         def postgresql(side: str, attempt: int) -> float:
             schema, url = postgres_schema(args.pg)
             try:
                 if side == "ingest":
-                    return timed_ingest(url, paths, server=True)
-                return bare_insert(url, rows, server=True)
+                    return timed_ingest(url, paths, server=local)
+                return bare_insert(url, rows, server=local)
             finally:
                 drop_schema(args.pg, schema)
 
@@ -267,7 +278,8 @@ def main() -> None:
                   f"threads {ingest_cpu - writer:.2f}), bare {bare_cpu:.2f}{bare_served}; wall s: ingest "
                   f"{ingest_s:.2f}, bare {bare_s:.2f}")
             if name != "sqlite" and server is None:
-                print(f"{name:<11} ceiling: not known (the server's CPU cannot be read here)")
+                print(f"{name:<11} ceiling: not known (the server's CPU is not read: it is not on this machine, "
+                      "or /proc does not show it)")
                 continue
             total_cpu = ingest_cpu + (server or 0.0)
             bound = max((total_cpu / cores, f"its {total_cpu:.2f} s of CPU on {cores} cores, none idle"),

@@ -11,7 +11,7 @@ import psycopg
 import pytest
 from databases import _admin_conninfo, pg_base_url
 
-from bench.ingest import ceiling, server_cpu, server_cpu_since
+from bench.ingest import ceiling, local_server, server_cpu, server_cpu_since
 
 
 def test_every_core_busy_bounds_it_when_no_one_process_is_longer() -> None:
@@ -44,3 +44,10 @@ def test_the_local_servers_cpu_counts_a_backends_work() -> None:
         used = server_cpu_since(before)
     assert used is not None and used >= 0.05  # a few hundred ms of one backend's work, in 10 ms ticks
     assert server_cpu_since(None) is None
+
+
+def test_only_a_server_on_this_machine_has_its_cpu_read() -> None:
+    assert local_server("postgresql+psycopg://postgres@127.0.0.1:5432/test")
+    assert local_server("postgresql+psycopg://postgres@localhost/test")
+    assert local_server("postgresql+psycopg:///test?host=/var/run/postgresql")
+    assert not local_server("postgresql+psycopg://postgres@db.example.org:5432/test")
