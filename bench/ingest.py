@@ -113,20 +113,31 @@ def local_server(url: str) -> bool:
 
 def server_cpu_since(before: dict[int, float] | None) -> float | None:
     """The server's CPU seconds since ``before`` (:func:`server_cpu`): its processes alive now,
-    so a side must take this before it closes its connection (its backend ends with it)."""
-    after = server_cpu()
+    so a side must take this before it closes its connection (its backend ends with it); None
+    where ``before`` is (not measured), without reading /proc again."""
+    after = server_cpu() if before is not None else None
     if before is None or after is None:
         return None
     return sum(seconds - before.get(pid, 0.0) for pid, seconds in after.items())
 
 
+def least_wall(writer: float, total: float, server: float | None, cores: int) -> tuple[float, str]:
+    """The least wall time an ingest's CPU could take on ``cores`` cores, and what sets it: the
+    most of ``total / cores`` (every core busy all the time), the writer thread's own CPU (its
+    checks, chaining and insert are in order) and the server's (one backend per connection)."""
+    return max((total / cores, f"its {total:.2f} s of CPU on {cores} cores, none idle"),
+               (writer, "the writer thread's own CPU"), (server or 0.0, "the server's CPU"))
+
+
 def ceiling(bare_wall: float, writer: float, total: float, server: float | None, cores: int) -> float:
     """The highest ingest/bare ratio the CPU the ingest used allows: the bare insert's wall time
-    over the least wall time that CPU could take on ``cores`` cores, which is the most of
-    ``total / cores`` (every core busy all the time), the writer thread's own CPU (its checks,
-    chaining and insert are in order) and the server's (one backend per connection)."""
-    least = max(total / cores, writer, server or 0.0)
-    return bare_wall / least
+    over :func:`least_wall`."""
+    return bare_wall / least_wall(writer, total, server, cores)[0]
+
+
+#: Per side, the CPU seconds of its last measurement: this process and its workers, this process
+#: alone, and the database server's (None: not measured, or not readable here).
+cpu_detail: dict[str, tuple[float, float, float | None]] = {}
 
 
 def bare_insert(url: str, rows: list[tuple], server: bool = False) -> float:
@@ -143,7 +154,7 @@ def bare_insert(url: str, rows: list[tuple], server: bool = False) -> float:
         tx.executemany(store._sql("INSERT INTO runs (run_id, event_count) VALUES (?, ?)"), run_rows(rows))
         store._insert_rows(tx, rows)
     elapsed = time.perf_counter() - start
-    _took("bare", _cpu() - cpu, _own_cpu() - own, server_cpu_since(served) if server else None)
+    cpu_detail["bare"] = (_cpu() - cpu, _own_cpu() - own, server_cpu_since(served))
     gc.enable()
     store.close()
     return elapsed
@@ -156,18 +167,10 @@ def timed_ingest(url: str, paths: list[Path], server: bool = False) -> float:
     start = time.perf_counter()
     ingest_native(store, paths)
     elapsed = time.perf_counter() - start
-    _took("ingest", _cpu() - cpu, _own_cpu() - own, server_cpu_since(served) if server else None)
+    cpu_detail["ingest"] = (_cpu() - cpu, _own_cpu() - own, server_cpu_since(served))
     store.close()
     return elapsed
 
-
-#: Per side, the CPU seconds of its last measurement: this process and its workers, this process
-#: alone, and the database server's (None: not measured, or not readable here).
-cpu_detail: dict[str, tuple[float, float, float | None]] = {}
-
-
-def _took(side: str, cpu: float, own: float, server: float | None) -> None:
-    cpu_detail[side] = (cpu, own, server)
 
 
 def large_payloads(tmpdir: Path, args: argparse.Namespace) -> None:
@@ -282,10 +285,9 @@ def main() -> None:
                       "or /proc does not show it)")
                 continue
             total_cpu = ingest_cpu + (server or 0.0)
-            bound = max((total_cpu / cores, f"its {total_cpu:.2f} s of CPU on {cores} cores, none idle"),
-                        (writer, "the writer thread's own CPU"), (server or 0.0, "the server's CPU"))
+            least, bound = least_wall(writer, total_cpu, server, cores)
             print(f"{name:<11} ceiling on {cores} cores: {ceiling(bare_s, writer, total_cpu, server, cores):.2f}x "
-                  f"(bare {bare_s:.2f} s wall over the ingest's least, {bound[0]:.2f} s: {bound[1]})")
+                  f"(bare {bare_s:.2f} s wall over the ingest's least, {least:.2f} s: {bound})")
         if args.large_events:
             large_payloads(tmpdir, args)
     print(f"load average {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} (1 and 5 min)")
